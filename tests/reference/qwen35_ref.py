@@ -1,0 +1,302 @@
+"""Float64 reference forward pass of llama.cpp's `qwen35` architecture (Qwen3.5 dense hybrid).
+
+Written from /work/shared/spec/qwen35.md (sections 0-4, 10) only; independent of the Tandem C++ engine.
+Everything is computed in float64 with plain numpy; the Gated-DeltaNet recurrence is the sequential
+per-token rule (spec 4.3 step 6). The MTP block (if present) is not run.
+
+CLI:
+    /usr/bin/python3 qwen35_ref.py MODEL.gguf --tokens 1,2,3 --out logits.f32 [--hidden-out h.f32]
+    /usr/bin/python3 qwen35_ref.py MODEL.gguf --tokens-file toks.json --out logits.f32
+Output: raw little-endian float32, row-major [n_tokens][n_vocab] (logits for every position);
+--hidden-out: the final-normed hidden states [n_tokens][n_embd] (input of the LM head / MTP).
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gguf_read import GGUFFile  # noqa: E402
+
+ARCH = "qwen35"
+
+
+# ---------------------------------------------------------------------------------------------
+# hyper-parameters
+# ---------------------------------------------------------------------------------------------
+
+class Config:
+    def __init__(self, g):
+        arch = g.kv("general.architecture")
+        if arch != ARCH:
+            raise ValueError("general.architecture is %r, expected %r" % (arch, ARCH))
+
+        def kv(name, default=None, required=False):
+            key = ARCH + "." + name
+            if key not in g.metadata:
+                if required:
+                    raise KeyError("missing GGUF key " + key)
+                return default
+            return g.metadata[key]
+
+        self.n_layer_all = int(kv("block_count", required=True))
+        self.n_nextn = int(kv("nextn_predict_layers", 0))
+        self.n_layer = self.n_layer_all - self.n_nextn           # trunk layers
+        self.n_embd = int(kv("embedding_length", required=True))
+        self.n_ff = kv("feed_forward_length", required=True)      # scalar or per-layer array
+        self.n_head = kv("attention.head_count", required=True)   # scalar or per-layer array
+        self.n_head_kv = kv("attention.head_count_kv", self.n_head)
+        n_head0 = self._at(self.n_head, 0) or max(self._at(self.n_head, i) for i in range(self.n_layer))
+        self.head_k = int(kv("attention.key_length", self.n_embd // n_head0))
+        self.head_v = int(kv("attention.value_length", self.head_k))
+        self.eps = float(kv("attention.layer_norm_rms_epsilon", required=True))
+        self.freq_base = float(kv("rope.freq_base", 10000.0))
+        self.n_rot = int(kv("rope.dimension_count", self.head_k))
+        # Gated DeltaNet
+        self.conv_k = int(kv("ssm.conv_kernel", required=True))
+        self.d = int(kv("ssm.state_size", required=True))
+        self.H_k = int(kv("ssm.group_count", required=True))
+        self.H_v = int(kv("ssm.time_step_rank", required=True))
+        self.value_dim = int(kv("ssm.inner_size", required=True))
+        assert self.value_dim == self.H_v * self.d, "ssm.inner_size != time_step_rank * state_size"
+        self.key_dim = self.H_k * self.d
+        self.conv_dim = 2 * self.key_dim + self.value_dim
+        # layer pattern
+        self.interval = int(kv("full_attention_interval", 4))
+        rl = kv("attention.recurrent_layers", None)
+        if rl is not None:
+            self.is_recr = [bool(rl[i]) for i in range(self.n_layer)]
+        else:
+            self.is_recr = [(i + 1) % self.interval != 0 for i in range(self.n_layer)]
+        self.n_vocab = int(g.tensors["token_embd.weight"].ne[1])
+        self.tied = "output.weight" not in g.tensors
+
+    @staticmethod
+    def _at(v, i):
+        return int(v[i]) if isinstance(v, list) else int(v)
+
+    def ff(self, i):
+        return self._at(self.n_ff, i)
+
+    def heads(self, i):
+        return self._at(self.n_head, i), self._at(self.n_head_kv, i)
+
+    def summary(self):
+        kinds = "".join("R" if r else "A" for r in self.is_recr)
+        return ("n_layer=%d (+%d MTP, not run) n_embd=%d n_vocab=%d head_k=%d n_rot=%d base=%g eps=%g "
+                "GDN: H_k=%d H_v=%d d=%d conv=%d  layers=%s tied=%s"
+                % (self.n_layer, self.n_nextn, self.n_embd, self.n_vocab, self.head_k, self.n_rot,
+                   self.freq_base, self.eps, self.H_k, self.H_v, self.d, self.conv_k, kinds, self.tied))
+
+
+# ---------------------------------------------------------------------------------------------
+# building blocks (all operate on float64; x has tokens as rows: [T, dim])
+# ---------------------------------------------------------------------------------------------
+
+def rmsnorm(x, w, eps):
+    """x / sqrt(mean(x^2) + eps) * w over the last axis."""
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
+
+
+def l2norm(x, eps):
+    """x / max(||x||_2, eps) over the last axis (ggml_l2_norm)."""
+    return x / np.maximum(np.sqrt(np.sum(x * x, axis=-1, keepdims=True)), eps)
+
+
+def silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def softplus(x):
+    # ggml: x if x > 20 else log(1 + e^x)
+    return np.where(x > 20.0, x, np.log1p(np.exp(np.minimum(x, 20.0))))
+
+
+def matmul(x, W):
+    """y = W x for every token row: x [T, n_in], W math shape [n_out, n_in] -> [T, n_out]."""
+    return x @ W.T
+
+
+# ---------------------------------------------------------------------------------------------
+# model
+# ---------------------------------------------------------------------------------------------
+
+class Qwen35:
+    def __init__(self, path):
+        self.g = GGUFFile(path)
+        self.cfg = Config(self.g)
+
+    def w(self, name):
+        return self.g.get(name)
+
+    # ---- FFN (spec 4.2) ---------------------------------------------------------------------
+    def ffn(self, i, x):
+        p = "blk.%d." % i
+        gate = matmul(x, self.w(p + "ffn_gate.weight"))
+        up = matmul(x, self.w(p + "ffn_up.weight"))
+        return matmul(silu(gate) * up, self.w(p + "ffn_down.weight"))
+
+    # ---- Gated DeltaNet (spec 4.3) ----------------------------------------------------------
+    def gdn(self, i, a):
+        c = self.cfg
+        p = "blk.%d." % i
+        T = a.shape[0]
+        d, H_k, H_v, K = c.d, c.H_k, c.H_v, c.conv_k
+
+        # 1. projections
+        mixed = matmul(a, self.w(p + "attn_qkv.weight"))                    # [T, conv_dim]
+        z = matmul(a, self.w(p + "attn_gate.weight")).reshape(T, H_v, d)    # [T, H_v, d]
+        beta = sigmoid(matmul(a, self.w(p + "ssm_beta.weight")))            # [T, H_v]
+        alpha = matmul(a, self.w(p + "ssm_alpha.weight"))                   # [T, H_v]
+        g = softplus(alpha + self.w(p + "ssm_dt.bias")) * self.w(p + "ssm_a")  # [T, H_v], <= 0
+
+        # 2. causal depthwise conv (conv state = zeros at sequence start) + SiLU
+        conv_w = self.w(p + "ssm_conv1d.weight")                            # [conv_dim, K]
+        assert conv_w.shape == (c.conv_dim, K)
+        xpad = np.concatenate([np.zeros((K - 1, c.conv_dim)), mixed], axis=0)  # [K-1+T, conv_dim]
+        conv = np.zeros_like(mixed)
+        for j in range(K):  # tap j multiplies x_{t-(K-1)+j}; tap K-1 = current token
+            conv += conv_w[:, j] * xpad[j:j + T]
+        conv = silu(conv)
+
+        # 3. split, 4. L2-normalize q and k per head
+        q = l2norm(conv[:, :c.key_dim].reshape(T, H_k, d), c.eps)
+        k = l2norm(conv[:, c.key_dim:2 * c.key_dim].reshape(T, H_k, d), c.eps)
+        v = conv[:, 2 * c.key_dim:].reshape(T, H_v, d)
+
+        # 5. value head h uses key head h mod H_k (tiled)
+        kh = np.arange(H_v) % H_k
+        q, k = q[:, kh], k[:, kh]                                           # [T, H_v, d]
+
+        # 6. gated delta rule, state S[h][i][j] (i = key index, j = value index)
+        scale = 1.0 / np.sqrt(d)
+        S = np.zeros((H_v, d, d))
+        o = np.empty((T, H_v, d))
+        decay = np.exp(g)
+        for t in range(T):
+            S *= decay[t][:, None, None]
+            kt, qt = k[t], q[t]                                             # [H_v, d]
+            kv = np.einsum("hij,hi->hj", S, kt)                             # S^T k
+            delta = beta[t][:, None] * (v[t] - kv)                          # [H_v, d]
+            S += kt[:, :, None] * delta[:, None, :]                         # S + k delta^T
+            o[t] = scale * np.einsum("hij,hi->hj", S, qt)                   # scale * S^T q
+
+        # 7. gated RMSNorm per head: rms(o) * ssm_norm * silu(z)
+        y = rmsnorm(o, self.w(p + "ssm_norm.weight"), c.eps) * silu(z)
+
+        # 8. output projection
+        return matmul(y.reshape(T, c.value_dim), self.w(p + "ssm_out.weight"))
+
+    # ---- full attention (spec 4.4) ----------------------------------------------------------
+    def rope(self, x, pos):
+        """NEOX rotate-half on the first n_rot dims of each head. x: [T, H, hd], pos: [T]."""
+        c = self.cfg
+        n_rot, half = c.n_rot, c.n_rot // 2
+        inv_freq = c.freq_base ** (-2.0 * np.arange(half) / n_rot)        # [half]
+        theta = pos[:, None].astype(np.float64) * inv_freq[None, :]         # [T, half]
+        cos, sin = np.cos(theta)[:, None, :], np.sin(theta)[:, None, :]
+        x = x.copy()
+        x0, x1 = x[..., :half].copy(), x[..., half:n_rot].copy()
+        x[..., :half] = x0 * cos - x1 * sin
+        x[..., half:n_rot] = x0 * sin + x1 * cos
+        return x
+
+    def attn(self, i, a, pos):
+        c = self.cfg
+        p = "blk.%d." % i
+        T = a.shape[0]
+        n_head, n_head_kv = self.cfg.heads(i)
+        hd = c.head_k
+        assert c.head_v == hd
+
+        # 1. q and gate interleaved per head: [q_h (hd) | gate_h (hd)]
+        qg = matmul(a, self.w(p + "attn_q.weight")).reshape(T, n_head, 2 * hd)
+        q, gate = qg[..., :hd], qg[..., hd:]
+        # 2./3. per-head RMSNorm of q and k; v plain
+        q = rmsnorm(q, self.w(p + "attn_q_norm.weight"), c.eps)
+        k = rmsnorm(matmul(a, self.w(p + "attn_k.weight")).reshape(T, n_head_kv, hd),
+                    self.w(p + "attn_k_norm.weight"), c.eps)
+        v = matmul(a, self.w(p + "attn_v.weight")).reshape(T, n_head_kv, hd)
+        # 4. RoPE (text tokens: all M-RoPE components = pos -> plain NEOX partial RoPE)
+        q, k = self.rope(q, pos), self.rope(k, pos)
+        # 5. causal softmax attention with grouped GQA: query head h uses kv head h // group
+        group = n_head // n_head_kv
+        kvh = np.arange(n_head) // group
+        kq, vq = k[:, kvh], v[:, kvh]                                        # [T, n_head, hd]
+        scores = np.einsum("thd,shd->hts", q, kq) / np.sqrt(hd)            # [n_head, T, T]
+        mask = np.triu(np.ones((T, T), dtype=bool), 1)
+        scores[:, mask] = -np.inf
+        scores -= scores.max(axis=-1, keepdims=True)
+        pr = np.exp(scores)
+        pr /= pr.sum(axis=-1, keepdims=True)
+        o = np.einsum("hts,shd->thd", pr, vq)                                # [T, n_head, hd]
+        # 6. sigmoid output gate, 7. output projection
+        o = o * sigmoid(gate)
+        return matmul(o.reshape(T, n_head * hd), self.w(p + "attn_output.weight"))
+
+    # ---- whole model (spec 4.1) -------------------------------------------------------------
+    def forward(self, tokens, verbose=False):
+        c = self.cfg
+        tokens = np.asarray(tokens, dtype=np.int64)
+        if tokens.size and (tokens.min() < 0 or tokens.max() >= c.n_vocab):
+            raise ValueError("token id out of range [0, %d)" % c.n_vocab)
+        pos = np.arange(len(tokens))
+        h = self.w("token_embd.weight")[tokens]                              # [T, n_embd]
+        for i in range(c.n_layer):
+            t0 = time.time()
+            p = "blk.%d." % i
+            a = rmsnorm(h, self.w(p + "attn_norm.weight"), c.eps)
+            m = self.gdn(i, a) if c.is_recr[i] else self.attn(i, a, pos)
+            r = h + m
+            f = self.ffn(i, rmsnorm(r, self.w(p + "post_attention_norm.weight"), c.eps))
+            h = r + f
+            if verbose:
+                print("  layer %d (%s) %.2fs" % (i, "GDN" if c.is_recr[i] else "attn", time.time() - t0),
+                      file=sys.stderr)
+        h_final = rmsnorm(h, self.w("output_norm.weight"), c.eps)
+        W_out = self.w("token_embd.weight" if c.tied else "output.weight")
+        logits = matmul(h_final, W_out)                                      # [T, n_vocab]
+        return logits, h_final
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model")
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--tokens", help="comma-separated token ids")
+    src.add_argument("--tokens-file", help="JSON array of token ids")
+    ap.add_argument("--out", help="logits output (float32 [n_tokens][n_vocab])")
+    ap.add_argument("--hidden-out", help="final-normed hidden states (float32 [n_tokens][n_embd])")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args(argv)
+
+    if args.tokens is not None:
+        tokens = [int(t) for t in args.tokens.split(",") if t.strip()]
+    else:
+        with open(args.tokens_file) as f:
+            tokens = [int(t) for t in json.load(f)]
+
+    t0 = time.time()
+    model = Qwen35(args.model)
+    if args.verbose:
+        print(model.cfg.summary(), file=sys.stderr)
+    logits, hidden = model.forward(tokens, verbose=args.verbose)
+    if args.out:
+        logits.astype("<f4").tofile(args.out)
+    if args.hidden_out:
+        hidden.astype("<f4").tofile(args.hidden_out)
+    print("%d tokens, n_vocab %d, %.2fs; last-row argmax %d"
+          % (len(tokens), logits.shape[1], time.time() - t0, int(np.argmax(logits[-1]))), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

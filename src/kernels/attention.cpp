@@ -1,0 +1,41 @@
+#include "kernels/attention.h"
+
+#include <cmath>
+
+namespace tandem::kernels {
+
+void attention_causal(const AttentionInput& in, ScratchBuffer& scratch) {
+  const int hd = in.head_dim;
+  const int group = in.n_head / in.n_head_kv;
+  float* scores = scratch.get_as<float>(static_cast<size_t>(in.pos0 + in.T));
+  for (int64_t t = 0; t < in.T; ++t) {
+    const int64_t n_kv = in.pos0 + t + 1;
+    for (int h = 0; h < in.n_head; ++h) {
+      const int kvh = h / group;
+      const float* q = in.q + t * in.ldq + static_cast<int64_t>(h) * hd;
+      float mx = -INFINITY;
+      for (int64_t p = 0; p < n_kv; ++p) {
+        const float* k = in.k_cache + p * in.kv_stride + static_cast<int64_t>(kvh) * hd;
+        float s = 0.0f;
+        for (int i = 0; i < hd; ++i) s += q[i] * k[i];
+        scores[p] = s * in.scale;
+        mx = std::fmax(mx, scores[p]);
+      }
+      double sum = 0.0;
+      for (int64_t p = 0; p < n_kv; ++p) {
+        scores[p] = std::exp(scores[p] - mx);
+        sum += scores[p];
+      }
+      const float inv = static_cast<float>(1.0 / sum);
+      float* o = in.out + t * in.ldo + static_cast<int64_t>(h) * hd;
+      for (int i = 0; i < hd; ++i) o[i] = 0.0f;
+      for (int64_t p = 0; p < n_kv; ++p) {
+        const float wgt = scores[p] * inv;
+        const float* v = in.v_cache + p * in.kv_stride + static_cast<int64_t>(kvh) * hd;
+        for (int i = 0; i < hd; ++i) o[i] += wgt * v[i];
+      }
+    }
+  }
+}
+
+}  // namespace tandem::kernels

@@ -1,0 +1,29 @@
+// Causal softmax attention with grouped KV heads (GQA) over a KV cache.
+//
+// Query head h reads KV head h / (n_head / n_head_kv) (HF grouping). Token t of the
+// batch sits at absolute position pos0 + t and sees cache positions 0..pos0+t.
+// Scores live in a per-call row of n_ctx floats: no T×T matrix is materialised.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/scratch.h"
+
+namespace tandem::kernels {
+
+struct AttentionInput {
+  int n_head = 0, n_head_kv = 0, head_dim = 0;
+  int64_t T = 0, pos0 = 0;
+  float scale = 1.0f;
+  const float* q = nullptr;  // T rows (stride ldq) of n_head heads
+  int64_t ldq = 0;
+  const float* k_cache = nullptr;  // rows of n_head_kv heads, one per position
+  const float* v_cache = nullptr;
+  int64_t kv_stride = 0;  // floats per cache row
+  float* out = nullptr;   // T rows (stride ldo) of n_head heads
+  int64_t ldo = 0;
+};
+
+void attention_causal(const AttentionInput& in, ScratchBuffer& scratch);
+
+}  // namespace tandem::kernels

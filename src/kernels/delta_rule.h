@@ -1,0 +1,54 @@
+// The gated delta rule of Gated DeltaNet, two algorithms with the same result:
+//
+//  * recurrent (per token): for each token, decay the state, write k→v with the
+//    delta rule, read with q. O(T·d²) and strictly sequential: the decode path.
+//  * chunked (chunk 64, the UT/WY form of spec §6.3): within a chunk everything
+//    is small dense matrix algebra; only the chunk-to-chunk state hand-off is
+//    sequential. The prefill (matrix) path.
+//
+// State layout is llama.cpp's: state[(h*d + j)*d + i] = S_h[i][j], i the key index
+// and j the value index, so that each value row j is contiguous over keys.
+// Value head h reads key/query head h % H_k (GGUF's tiled head order).
+//
+// Both can hand back intermediate states so that checkpoints and speculative
+// rollback states cost no extra pass:
+//  * recurrent: the state after every token t >= snapshot_from;
+//  * chunked: the state at given cut positions (chunks are aligned to the cuts).
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/scratch.h"
+
+namespace tandem::kernels {
+
+struct DeltaRuleInput {
+  int H_k = 0, H_v = 0, d = 0;
+  int64_t T = 0;
+  const float* q = nullptr;     // T rows, row stride ldqk, H_k heads of d (L2-normalised, not scaled)
+  const float* k = nullptr;     // T rows, row stride ldqk
+  int64_t ldqk = 0;
+  const float* v = nullptr;     // T rows, row stride ldv, H_v heads of d
+  int64_t ldv = 0;
+  const float* g = nullptr;     // T rows of H_v log-decays (<= 0)
+  const float* beta = nullptr;  // T rows of H_v write strengths
+  float* out = nullptr;         // T rows, row stride ldo, H_v heads of d
+  int64_t ldo = 0;
+
+  int64_t state_floats() const { return static_cast<int64_t>(H_v) * d * d; }
+};
+
+// Per-token recurrence. Updates state in place. If snapshots is non-null, the state
+// after each token t >= snapshot_from is copied to snapshots + (t - snapshot_from) * state_floats.
+void delta_rule_recurrent(const DeltaRuleInput& in, float* state, float* snapshots = nullptr,
+                          int64_t snapshot_from = 0);
+
+// Chunked algorithm. Updates state in place. cuts: n_cuts increasing positions in
+// [0, T]; the state after the first cuts[c] tokens is copied to
+// cut_states + c * state_floats.
+void delta_rule_chunked(const DeltaRuleInput& in, float* state, ScratchBuffer& scratch,
+                        const int64_t* cuts = nullptr, int n_cuts = 0, float* cut_states = nullptr);
+
+constexpr int kDeltaRuleChunk = 64;
+
+}  // namespace tandem::kernels

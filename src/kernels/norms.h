@@ -1,0 +1,14 @@
+// RMS and L2 normalisation as ggml computes them: the sum of squares is
+// accumulated in double, the scale is applied in float.
+#pragma once
+
+#include <cstdint>
+
+namespace tandem::kernels {
+
+// y = x / sqrt(mean(x^2) + eps) * w   (w may be null: no weight). y may alias x.
+void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
+// y = x / max(||x||_2, eps). y may alias x.
+void l2_norm(const float* x, float* y, int64_t n, float eps);
+
+}  // namespace tandem::kernels

@@ -1,0 +1,341 @@
+#include "model/qwen35_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "gguf/quants.h"
+#include "kernels/activations.h"
+#include "kernels/attention.h"
+#include "kernels/conv1d.h"
+#include "kernels/delta_rule.h"
+#include "kernels/matmul.h"
+#include "kernels/norms.h"
+#include "kernels/rope.h"
+
+namespace tandem {
+
+using namespace kernels;
+
+// Activation buffers of one forward pass, sized for the largest batch seen so far
+// (grow-only: a steady stream of same-sized batches allocates nothing).
+struct Qwen35Model::Workspace {
+  std::vector<float> x, cur, m;       // residual stream, normed input, mixer output: T x n_embd
+  std::vector<float> mixed, conv_out; // T x conv_dim
+  std::vector<float> z, o;            // T x value_dim (GDN); o also T x n_head*head_dim (attention)
+  std::vector<float> beta, g;         // T x H_v
+  std::vector<float> qg, k, v;        // attention projections
+  std::vector<float> ff_gate, ff_up;  // T x n_ff
+  std::vector<float> snapshots;       // per-token delta-rule states for rollback
+  std::vector<float> conv_tmp;
+  std::vector<float> rope_cs;
+  std::vector<int64_t> ends;         // segment ends of the delta rule
+  ScratchBuffer scratch;              // matmul activations, delta-rule chunks, attention scores
+};
+
+namespace {
+
+template <typename T>
+T* sized(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
+}  // namespace
+
+Qwen35Model::~Qwen35Model() = default;
+
+std::unique_ptr<Qwen35Model> Qwen35Model::load(const std::string& path) {
+  std::unique_ptr<Qwen35Model> m(new Qwen35Model());
+  m->file_ = GgufFile::open(path);
+  m->hp_ = Qwen35HParams::from_gguf(*m->file_);
+  m->w_ = Qwen35Weights::load(*m->file_, m->hp_);
+  m->ws_ = std::make_unique<Workspace>();
+  return m;
+}
+
+std::unique_ptr<SequenceState> Qwen35Model::new_sequence(int64_t n_ctx) const {
+  return std::make_unique<SequenceState>(hp_, n_ctx);
+}
+
+void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, const ForwardOptions& opt,
+                          ForwardOutput& out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t T = static_cast<int64_t>(tokens.size());
+  const int64_t n_embd = hp_.n_embd;
+  const int64_t pos0 = st.n_past();
+  // Validate everything before touching the state.
+  if (T == 0) throw std::invalid_argument("forward: empty batch");
+  if (pos0 + T > st.n_ctx())
+    throw std::length_error("forward: " + std::to_string(pos0) + " cached + " + std::to_string(T) +
+                            " new tokens exceed the context of " + std::to_string(st.n_ctx()));
+  for (int64_t t = 0; t < T; ++t)
+    if (tokens[t] < 0 || tokens[t] >= hp_.n_vocab)
+      throw std::invalid_argument("forward: token id " + std::to_string(tokens[t]) + " at index " +
+                                  std::to_string(t) + " outside the vocabulary [0, " + std::to_string(hp_.n_vocab) +
+                                  ")");
+  std::vector<int64_t> rel_cuts;
+  for (int64_t p : opt.cuts) {
+    if (p <= pos0 || p > pos0 + T)
+      throw std::invalid_argument("forward: cut position " + std::to_string(p) + " outside (" +
+                                  std::to_string(pos0) + ", " + std::to_string(pos0 + T) + "]");
+    if (!rel_cuts.empty() && p - pos0 <= rel_cuts.back())
+      throw std::invalid_argument("forward: cut positions must be strictly increasing");
+    rel_cuts.push_back(p - pos0);
+  }
+  if (opt.rollback_states < 0) throw std::invalid_argument("forward: rollback_states must be >= 0");
+
+  Workspace& ws = *ws_;
+  out.n_vocab = hp_.n_vocab;
+  out.cut_states.resize(rel_cuts.size());
+  for (size_t i = 0; i < rel_cuts.size(); ++i) {
+    out.cut_states[i].pos = pos0 + rel_cuts[i];
+    out.cut_states[i].data.resize(static_cast<size_t>(st.recurrent_floats()));
+  }
+  const int64_t n_rb = std::min<int64_t>(opt.rollback_states, T);
+  out.rollback_states.resize(static_cast<size_t>(n_rb));
+  for (int64_t s = 0; s < n_rb; ++s) {
+    out.rollback_states[s].pos = pos0 + T - s;
+    out.rollback_states[s].data.resize(static_cast<size_t>(st.recurrent_floats()));
+  }
+
+  // Token embeddings (get_rows: one dequantized row per token).
+  float* x = sized(ws.x, T * n_embd);
+  for (int64_t t = 0; t < T; ++t)
+    dequantize_row(w_.token_embd.type, w_.token_embd.row(tokens[t]), x + t * n_embd, n_embd);
+
+  int g = 0, a = 0;
+  for (int il = 0; il < hp_.n_layer; ++il) {
+    const Qwen35LayerWeights& L = w_.layers[il];
+    float* cur = sized(ws.cur, T * n_embd);
+    for (int64_t t = 0; t < T; ++t) rms_norm(x + t * n_embd, L.attn_norm.data(), cur + t * n_embd, n_embd, hp_.rms_eps);
+    if (L.recurrent) {
+      gdn_layer(il, g++, st, T, opt, out, rel_cuts);
+    } else {
+      attention_layer(il, a++, st, T);
+    }
+    const float* m = ws.m.data();
+    for (int64_t i = 0; i < T * n_embd; ++i) x[i] += m[i];
+    ffn(L, T);
+  }
+  st.advance(T);
+
+  // Final norm, hidden states and logits.
+  float* hn = sized(ws.cur, T * n_embd);
+  for (int64_t t = 0; t < T; ++t) rms_norm(x + t * n_embd, w_.output_norm.data(), hn + t * n_embd, n_embd, hp_.rms_eps);
+  if (opt.hidden) out.hidden.assign(hn, hn + T * n_embd);
+  out.logit_positions.clear();
+  if (opt.logits == LogitsMode::None) {
+    out.logits.clear();
+    return;
+  }
+  const int64_t first = opt.logits == LogitsMode::All ? 0 : T - 1;
+  const int64_t rows = T - first;
+  for (int64_t t = first; t < T; ++t) out.logit_positions.push_back(pos0 + t);
+  out.logits.resize(static_cast<size_t>(rows * hp_.n_vocab));
+  matmul(w_.output, hn + first * n_embd, n_embd, rows, out.logits.data(), hp_.n_vocab, ws.scratch);
+}
+
+// Gated DeltaNet mixer (spec §4.3): reads ws.cur, writes ws.m.
+void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const ForwardOptions& opt,
+                            ForwardOutput& out, const std::vector<int64_t>& rel_cuts) {
+  const Qwen35LayerWeights& L = w_.layers[il];
+  Workspace& ws = *ws_;
+  const int64_t n_embd = hp_.n_embd, conv_dim = hp_.conv_dim(), vdim = hp_.value_dim(), kdim = hp_.key_dim();
+  const int H_v = hp_.H_v, H_k = hp_.H_k, d = hp_.d_state, K = hp_.conv_kernel;
+  const float* cur = ws.cur.data();
+
+  // 1. Projections.
+  float* mixed = sized(ws.mixed, T * conv_dim);
+  float* z = sized(ws.z, T * vdim);
+  float* beta = sized(ws.beta, T * H_v);
+  float* gdec = sized(ws.g, T * H_v);
+  matmul(L.attn_qkv, cur, n_embd, T, mixed, conv_dim, ws.scratch);
+  matmul(L.attn_gate, cur, n_embd, T, z, vdim, ws.scratch);
+  matmul(L.ssm_beta, cur, n_embd, T, beta, H_v, ws.scratch);
+  matmul(L.ssm_alpha, cur, n_embd, T, gdec, H_v, ws.scratch);
+  for (int64_t t = 0; t < T; ++t)
+    for (int h = 0; h < H_v; ++h) {
+      float& b = beta[t * H_v + h];
+      b = sigmoid(b);
+      float& gg = gdec[t * H_v + h];
+      gg = softplus(gg + L.ssm_dt_bias[h]) * L.ssm_a[h];
+    }
+
+  // 2. Causal conv + SiLU, then the conv state of every requested position.
+  float* conv_state = st.conv(g);
+  const size_t conv_off = static_cast<size_t>(conv_state - st.recurrent_data());
+  float* conv_out = sized(ws.conv_out, T * conv_dim);
+  conv1d_silu(mixed, conv_dim, T, conv_dim, K, L.ssm_conv1d.data(), conv_state, conv_out, conv_dim);
+  for (size_t i = 0; i < rel_cuts.size(); ++i)
+    conv_state_after(mixed, conv_dim, rel_cuts[i], conv_dim, K, conv_state, out.cut_states[i].data.data() + conv_off);
+  for (size_t s = 0; s < out.rollback_states.size(); ++s)
+    conv_state_after(mixed, conv_dim, T - static_cast<int64_t>(s), conv_dim, K, conv_state,
+                     out.rollback_states[s].data.data() + conv_off);
+  float* conv_tmp = sized(ws.conv_tmp, static_cast<size_t>(st.conv_floats()));
+  conv_state_after(mixed, conv_dim, T, conv_dim, K, conv_state, conv_tmp);
+  std::memcpy(conv_state, conv_tmp, static_cast<size_t>(st.conv_floats()) * sizeof(float));
+
+  // 3. Split q | k | v and L2-normalise q and k per head.
+  for (int64_t t = 0; t < T; ++t)
+    for (int h = 0; h < 2 * H_k; ++h) {
+      float* p = conv_out + t * conv_dim + static_cast<int64_t>(h) * d;
+      l2_norm(p, p, d, hp_.rms_eps);
+    }
+
+  // 4. Delta rule, segment by segment: segments end at every cut and where the
+  //    per-token rollback tail starts, so those states exist between segments.
+  float* o = sized(ws.o, T * vdim);
+  float* ssm = st.ssm(g);
+  const size_t ssm_off = static_cast<size_t>(ssm - st.recurrent_data());
+  const int64_t sf = st.ssm_floats();
+  const int64_t K_rb = static_cast<int64_t>(out.rollback_states.size());
+  const bool chunked = opt.gdn == GdnAlgorithm::Chunked || (opt.gdn == GdnAlgorithm::Auto && T > 1);
+  // Tokens [tail, T) run per token so that each of their states is seen; the state
+  // after token tail-1 is the oldest rollback slot.
+  const int64_t tail = K_rb > 0 ? std::max<int64_t>(0, T - K_rb + 1) : T;
+  std::vector<int64_t>& ends = ws.ends;
+  ends.assign(rel_cuts.begin(), rel_cuts.end());
+  if (tail > 0 && tail < T) ends.push_back(tail);
+  ends.push_back(T);
+  std::sort(ends.begin(), ends.end());
+  ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+
+  DeltaRuleInput in;
+  in.H_k = H_k;
+  in.H_v = H_v;
+  in.d = d;
+  in.ldqk = conv_dim;
+  in.ldv = conv_dim;
+  in.ldo = vdim;
+  auto save_rollback = [&](int64_t after_tokens, const float* state) {
+    const int64_t slot = T - after_tokens;
+    if (K_rb > 0 && slot >= 0 && slot < K_rb)
+      std::memcpy(out.rollback_states[slot].data.data() + ssm_off, state, sf * sizeof(float));
+  };
+  int64_t s = 0;
+  size_t next_cut = 0;
+  for (int64_t e : ends) {
+    in.T = e - s;
+    in.q = conv_out + s * conv_dim;
+    in.k = in.q + kdim;
+    in.v = in.q + 2 * kdim;
+    in.g = gdec + s * H_v;
+    in.beta = beta + s * H_v;
+    in.out = o + s * vdim;
+    if (s >= tail || !chunked) {
+      const int64_t snap_from = std::max<int64_t>(T - K_rb, s) - s;  // first token whose state we keep
+      const bool snap = K_rb > 0 && snap_from < in.T;
+      float* snaps = snap ? sized(ws.snapshots, static_cast<size_t>((in.T - snap_from) * sf)) : nullptr;
+      delta_rule_recurrent(in, ssm, snaps, snap_from);
+      if (snap)
+        for (int64_t t = snap_from; t < in.T; ++t) save_rollback(s + t + 1, snaps + (t - snap_from) * sf);
+    } else {
+      delta_rule_chunked(in, ssm, ws.scratch);
+      save_rollback(e, ssm);
+    }
+    while (next_cut < rel_cuts.size() && rel_cuts[next_cut] == e) {
+      std::memcpy(out.cut_states[next_cut].data.data() + ssm_off, ssm, sf * sizeof(float));
+      ++next_cut;
+    }
+    s = e;
+  }
+
+  // 5. Gated RMSNorm per value head, then the output projection.
+  for (int64_t t = 0; t < T; ++t)
+    for (int h = 0; h < H_v; ++h) {
+      float* oh = o + t * vdim + static_cast<int64_t>(h) * d;
+      const float* zh = z + t * vdim + static_cast<int64_t>(h) * d;
+      rms_norm(oh, L.ssm_norm.data(), oh, d, hp_.rms_eps);
+      for (int j = 0; j < d; ++j) oh[j] *= silu(zh[j]);
+    }
+  matmul(L.ssm_out, o, vdim, T, sized(ws.m, T * n_embd), n_embd, ws.scratch);
+}
+
+// Gated full attention (spec §4.4): reads ws.cur, writes ws.m, appends to the KV cache.
+void Qwen35Model::attention_layer(int il, int a, SequenceState& st, int64_t T) {
+  const Qwen35LayerWeights& L = w_.layers[il];
+  Workspace& ws = *ws_;
+  const int64_t n_embd = hp_.n_embd, qdim = hp_.q_proj_dim(), kvd = hp_.kv_dim();
+  const int hd = hp_.head_dim, nh = hp_.n_head, nkv = hp_.n_head_kv;
+  const float* cur = ws.cur.data();
+  float* qg = sized(ws.qg, T * qdim);
+  float* k = sized(ws.k, T * kvd);
+  float* v = sized(ws.v, T * kvd);
+  matmul(L.attn_q, cur, n_embd, T, qg, qdim, ws.scratch);
+  matmul(L.attn_k, cur, n_embd, T, k, kvd, ws.scratch);
+  matmul(L.attn_v, cur, n_embd, T, v, kvd, ws.scratch);
+
+  // q/k head norms, RoPE, and the new K/V rows into the cache. The query of head h
+  // is qg[h*2*hd, +hd); its output gate follows it.
+  const int64_t pos0 = st.n_past();
+  float* cs = sized(ws.rope_cs, static_cast<size_t>(hp_.n_rot));
+  float* kc = st.k_cache(a);
+  float* vc = st.v_cache(a);
+  for (int64_t t = 0; t < T; ++t) {
+    rope_cache(pos0 + t, hp_.n_rot, hp_.rope_freq_base, cs);
+    float* qrow = qg + t * qdim;
+    for (int h = 0; h < nh; ++h) {
+      float* qh = qrow + static_cast<int64_t>(h) * 2 * hd;
+      rms_norm(qh, L.attn_q_norm.data(), qh, hd, hp_.rms_eps);
+      rope_apply(qh, 1, hd, hp_.n_rot, cs);
+    }
+    float* krow = k + t * kvd;
+    for (int h = 0; h < nkv; ++h) rms_norm(krow + h * hd, L.attn_k_norm.data(), krow + h * hd, hd, hp_.rms_eps);
+    rope_apply(krow, nkv, hd, hp_.n_rot, cs);
+    std::memcpy(kc + (pos0 + t) * kvd, krow, kvd * sizeof(float));
+    std::memcpy(vc + (pos0 + t) * kvd, v + t * kvd, kvd * sizeof(float));
+  }
+
+  // The query heads are interleaved with their gates, so each (token, head) row is
+  // attended on its own, against the KV head of its group.
+  float* o = sized(ws.o, T * nh * hd);
+  const int group = nh / nkv;
+  for (int64_t t = 0; t < T; ++t)
+    for (int h = 0; h < nh; ++h) {
+      AttentionInput in;
+      in.n_head = 1;
+      in.n_head_kv = 1;
+      in.head_dim = hd;
+      in.T = 1;
+      in.pos0 = pos0 + t;
+      in.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+      in.q = qg + t * qdim + static_cast<int64_t>(h) * 2 * hd;
+      in.ldq = qdim;
+      in.k_cache = kc + static_cast<int64_t>(h / group) * hd;
+      in.v_cache = vc + static_cast<int64_t>(h / group) * hd;
+      in.kv_stride = kvd;
+      in.out = o + t * nh * hd + static_cast<int64_t>(h) * hd;
+      in.ldo = nh * hd;
+      attention_causal(in, ws.scratch);
+    }
+  // Output gate.
+  for (int64_t t = 0; t < T; ++t)
+    for (int h = 0; h < nh; ++h) {
+      float* oh = o + t * nh * hd + static_cast<int64_t>(h) * hd;
+      const float* gate = qg + t * qdim + static_cast<int64_t>(h) * 2 * hd + hd;
+      for (int j = 0; j < hd; ++j) oh[j] *= sigmoid(gate[j]);
+    }
+  matmul(L.attn_output, o, nh * hd, T, sized(ws.m, T * n_embd), n_embd, ws.scratch);
+}
+
+// SwiGLU FFN on the post-attention norm of the residual stream; adds into ws.x.
+void Qwen35Model::ffn(const Qwen35LayerWeights& L, int64_t T) {
+  Workspace& ws = *ws_;
+  const int64_t n_embd = hp_.n_embd, n_ff = L.ffn_gate.rows;
+  float* x = ws.x.data();
+  float* cur = sized(ws.cur, T * n_embd);
+  for (int64_t t = 0; t < T; ++t)
+    rms_norm(x + t * n_embd, L.post_attention_norm.data(), cur + t * n_embd, n_embd, hp_.rms_eps);
+  float* gt = sized(ws.ff_gate, T * n_ff);
+  float* up = sized(ws.ff_up, T * n_ff);
+  matmul(L.ffn_gate, cur, n_embd, T, gt, n_ff, ws.scratch);
+  matmul(L.ffn_up, cur, n_embd, T, up, n_ff, ws.scratch);
+  for (int64_t i = 0; i < T * n_ff; ++i) gt[i] = silu(gt[i]) * up[i];
+  float* m = sized(ws.m, T * n_embd);
+  matmul(L.ffn_down, gt, n_ff, T, m, n_embd, ws.scratch);
+  for (int64_t i = 0; i < T * n_embd; ++i) x[i] += m[i];
+}
+
+}  // namespace tandem

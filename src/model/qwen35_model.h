@@ -1,0 +1,83 @@
+// The qwen35 hybrid model: a loaded GGUF plus the forward pass over a batch of
+// tokens of one sequence. Read forward() top to bottom for the whole network
+// (spec §4); each layer kind is one function below it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf_file.h"
+#include "model/qwen35_hparams.h"
+#include "model/qwen35_weights.h"
+#include "model/sequence_state.h"
+#include "runtime/scratch.h"
+
+namespace tandem {
+
+enum class LogitsMode { None, Last, All };
+
+// Which Gated DeltaNet algorithm runs for multi-token batches. Auto: per-token for
+// a single token, chunked otherwise. (Single tokens always run per token.)
+enum class GdnAlgorithm { Auto, Recurrent, Chunked };
+
+struct ForwardOptions {
+  LogitsMode logits = LogitsMode::Last;
+  bool hidden = false;  // also return the final normed hidden state of every token (the MTP input)
+  GdnAlgorithm gdn = GdnAlgorithm::Auto;
+  // Absolute positions P with n_past < P <= n_past + T: return the recurrent state after
+  // consuming tokens [0, P) (a checkpoint taken inside this pass, at no extra cost).
+  std::vector<int64_t> cuts;
+  // K > 0: return the states after each of the last K tokens (speculative rollback). With
+  // the chunked algorithm only the last K-1 tokens run per token.
+  int rollback_states = 0;
+};
+
+struct ForwardOutput {
+  std::vector<float> logits;            // rows x n_vocab
+  std::vector<int64_t> logit_positions; // absolute position of each logits row
+  std::vector<float> hidden;            // T x n_embd when requested
+  std::vector<RecurrentCheckpoint> cut_states;       // one per cut, in order
+  std::vector<RecurrentCheckpoint> rollback_states;  // slot s = after token T-1-s; min(K, T) slots
+  int64_t n_vocab = 0;
+
+  const float* logits_row(size_t i) const { return logits.data() + i * static_cast<size_t>(n_vocab); }
+};
+
+class Qwen35Model {
+ public:
+  // Opens, validates and binds a qwen35 GGUF. Throws GgufError with a clear message.
+  static std::unique_ptr<Qwen35Model> load(const std::string& path);
+  ~Qwen35Model();
+
+  const Qwen35HParams& hparams() const { return hp_; }
+  const Qwen35Weights& weights() const { return w_; }
+  const GgufFile& file() const { return *file_; }
+
+  std::unique_ptr<SequenceState> new_sequence(int64_t n_ctx) const;
+
+  // Runs tokens at positions state.n_past() ... and advances the state. Reuses out's
+  // buffers. Throws std::invalid_argument / std::length_error on bad tokens or overflow
+  // of the context, leaving the state untouched.
+  void forward(SequenceState& state, std::span<const int32_t> tokens, const ForwardOptions& opt,
+               ForwardOutput& out);
+
+ private:
+  struct Workspace;
+  Qwen35Model() = default;
+  void gdn_layer(int il, int g, SequenceState& st, int64_t T, const ForwardOptions& opt, ForwardOutput& out,
+                 const std::vector<int64_t>& rel_cuts);
+  void attention_layer(int il, int a, SequenceState& st, int64_t T);
+  void ffn(const Qwen35LayerWeights& L, int64_t T);
+
+  std::unique_ptr<GgufFile> file_;
+  Qwen35HParams hp_;
+  Qwen35Weights w_;
+  std::mutex mu_;  // forward() uses the shared workspace below
+  std::unique_ptr<Workspace> ws_;
+};
+
+}  // namespace tandem

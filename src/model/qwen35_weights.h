@@ -1,0 +1,49 @@
+// The tensors of a qwen35 GGUF (spec §3), bound to the mapped file and checked
+// against the hyper-parameters. Matrices stay in the mapping in their storage
+// type; small 1-D tensors (norms, biases, decays, conv taps) are converted to
+// float once at load time.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "gguf/gguf_file.h"
+#include "kernels/matmul.h"
+#include "model/qwen35_hparams.h"
+
+namespace tandem {
+
+using kernels::WeightMatrix;
+
+struct Qwen35LayerWeights {
+  bool recurrent = false;
+  std::vector<float> attn_norm, post_attention_norm;
+  WeightMatrix ffn_gate, ffn_up, ffn_down;
+  // Gated DeltaNet layer.
+  WeightMatrix attn_qkv, attn_gate, ssm_beta, ssm_alpha, ssm_out;
+  std::vector<float> ssm_conv1d, ssm_dt_bias, ssm_a, ssm_norm;
+  // Full-attention layer.
+  WeightMatrix attn_q, attn_k, attn_v, attn_output;
+  std::vector<float> attn_q_norm, attn_k_norm;
+};
+
+struct Qwen35MtpWeights {
+  WeightMatrix eh_proj;
+  std::vector<float> enorm, hnorm, shared_head_norm;  // shared_head_norm empty → output_norm
+  std::optional<WeightMatrix> embed_tokens, shared_head_head;
+  Qwen35LayerWeights block;  // a full-attention block
+};
+
+struct Qwen35Weights {
+  WeightMatrix token_embd;  // n_vocab rows of n_embd
+  std::vector<float> output_norm;
+  WeightMatrix output;      // == token_embd when tied
+  bool tied = false;
+  std::vector<Qwen35LayerWeights> layers;  // trunk layers
+  std::optional<Qwen35MtpWeights> mtp;
+
+  // Binds and validates every tensor. Fills hp.n_vocab. Throws GgufError.
+  static Qwen35Weights load(const GgufFile& f, Qwen35HParams& hp);
+};
+
+}  // namespace tandem

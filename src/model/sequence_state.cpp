@@ -1,0 +1,65 @@
+#include "model/sequence_state.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace tandem {
+
+SequenceState::SequenceState(const Qwen35HParams& hp, int64_t n_ctx)
+    : n_ctx_(n_ctx),
+      n_gdn_(hp.n_recurrent_layers()),
+      n_attn_(hp.n_attention_layers()),
+      conv_floats_(static_cast<int64_t>(hp.conv_kernel - 1) * hp.conv_dim()),
+      ssm_floats_(static_cast<int64_t>(hp.H_v) * hp.d_state * hp.d_state),
+      kv_dim_(hp.kv_dim()) {
+  if (n_ctx <= 0) throw std::invalid_argument("SequenceState: n_ctx must be positive");
+  recurrent_.assign(static_cast<size_t>(n_gdn_ * (conv_floats_ + ssm_floats_)), 0.0f);
+  kv_.assign(static_cast<size_t>(2 * n_attn_ * n_ctx_ * kv_dim_), 0.0f);
+}
+
+void SequenceState::save_recurrent(RecurrentCheckpoint& cp) const {
+  cp.pos = n_past_;
+  cp.data.assign(recurrent_.begin(), recurrent_.end());
+}
+
+void SequenceState::restore(const RecurrentCheckpoint& cp) {
+  if (cp.data.size() != recurrent_.size())
+    throw std::invalid_argument("SequenceState::restore: checkpoint holds " + std::to_string(cp.data.size()) +
+                                " floats, expected " + std::to_string(recurrent_.size()));
+  truncate_kv(cp.pos);
+  std::memcpy(recurrent_.data(), cp.data.data(), recurrent_bytes());
+}
+
+void SequenceState::truncate_kv(int64_t pos) {
+  if (pos < 0 || pos > n_past_)
+    throw std::out_of_range("SequenceState::truncate_kv: position " + std::to_string(pos) + " outside [0, " +
+                            std::to_string(n_past_) + "]");
+  n_past_ = pos;
+}
+
+void SequenceState::set_recurrent(const float* data) { std::memcpy(recurrent_.data(), data, recurrent_bytes()); }
+
+void SequenceState::copy_from(const SequenceState& other) {
+  if (other.recurrent_.size() != recurrent_.size() || other.kv_dim_ != kv_dim_ || other.n_attn_ != n_attn_)
+    throw std::invalid_argument("SequenceState::copy_from: states of different models");
+  if (other.n_past_ > n_ctx_)
+    throw std::length_error("SequenceState::copy_from: source holds " + std::to_string(other.n_past_) +
+                            " tokens, this context has room for " + std::to_string(n_ctx_));
+  recurrent_ = other.recurrent_;
+  for (int a = 0; a < n_attn_; ++a) {
+    const auto* ks = other.kv_.data() + (2 * a) * other.n_ctx_ * kv_dim_;
+    const auto* vs = other.kv_.data() + (2 * a + 1) * other.n_ctx_ * kv_dim_;
+    std::copy(ks, ks + other.n_past_ * kv_dim_, k_cache(a));
+    std::copy(vs, vs + other.n_past_ * kv_dim_, v_cache(a));
+  }
+  n_past_ = other.n_past_;
+}
+
+void SequenceState::reset() {
+  std::fill(recurrent_.begin(), recurrent_.end(), 0.0f);
+  n_past_ = 0;
+}
+
+}  // namespace tandem

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it, on a fresh Debian 12 machine:
+#   1. install missing packages
+#   2. Release build + every test (ctest)
+#   3. the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   4. the GGUF reader fuzzer (libFuzzer, clang) for FUZZ_SECONDS (default 60)
+# Golden-data tests read ../shared/golden when present and skip visibly otherwise.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-2}
+bash scripts/install-deps.sh
+export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
+
+echo "== release build and tests"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+ninja -C build -j"$JOBS"
+ctest --test-dir build -j"$JOBS" --output-on-failure
+
+echo "== ASan + UBSan build and tests"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTANDEM_SANITIZE=ON >/dev/null
+ninja -C build-asan -j"$JOBS"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan -j"$JOBS" --output-on-failure
+
+echo "== GGUF reader fuzzing"
+bash fuzz/run_gguf_fuzz.sh "${FUZZ_SECONDS:-60}"

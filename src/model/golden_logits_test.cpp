@@ -1,0 +1,178 @@
+// Logits against llama.cpp's own, on the files in ../shared/golden (made by
+// llama.cpp's tooling; see its README for how and for the tolerances used here).
+//
+//  * F32 files: max|Δ| <= 1e-3 against llama.cpp's batch logits, same argmax wherever
+//    llama.cpp's top-1/top-2 margin exceeds 1e-3; also our incremental path against
+//    llama.cpp's split mode.
+//  * F16 and quantized files: we convert activations as ggml does, so the bound is
+//    2x the README's "ref B" max of that (file, sequence) row, read from the README's
+//    tables; argmax judged where the margin exceeds that bound.
+//
+// Skips visibly when ../shared/golden is absent (a user's machine).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "model/qwen35_model.h"
+
+namespace tandem {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kGolden = fs::path(TANDEM_SHARED_DIR) / "golden";
+constexpr int64_t kVocab = 1027;
+
+std::vector<int32_t> read_tokens(const fs::path& p) {
+  std::ifstream f(p);
+  std::vector<int32_t> v;
+  char c;
+  int64_t x;
+  while (f >> c) {
+    if (c == '[' || c == ',' || c == ']') continue;
+    f.putback(c);
+    if (!(f >> x)) break;
+    v.push_back(static_cast<int32_t>(x));
+  }
+  return v;
+}
+
+std::vector<float> read_f32(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::vector<float> v(fs::file_size(p) / sizeof(float));
+  f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
+  return v;
+}
+
+// "ref A" and "ref B" max columns of the README's quantized tables, by "a-Q4_0.s3".
+struct RefRow { double ref_a, ref_b; };
+std::map<std::string, RefRow> read_readme_refs() {
+  std::ifstream f(kGolden / "README.md");
+  std::map<std::string, RefRow> rows;
+  std::string line, model;
+  while (std::getline(f, line)) {
+    if (line.rfind("####", 0) == 0) {
+      if (line.find("golden-a") != std::string::npos) model = "a";
+      if (line.find("golden-b") != std::string::npos) model = "b";
+      continue;
+    }
+    if (line.empty() || line[0] != '|') continue;
+    std::vector<std::string> cells;
+    std::stringstream ss(line.substr(1));
+    std::string cell;
+    while (std::getline(ss, cell, '|')) {
+      const auto b = cell.find_first_not_of(' '), e = cell.find_last_not_of(' ');
+      cells.push_back(b == std::string::npos ? "" : cell.substr(b, e - b + 1));
+    }
+    if (cells.size() < 9 || cells[1].size() != 2 || cells[1][0] != 's') continue;
+    if (cells[5].find('/') == std::string::npos || cells[7].find('/') == std::string::npos) continue;
+    try {
+      rows[model + "-" + cells[0] + "." + cells[1]] = {std::stod(cells[5]), std::stod(cells[7])};
+    } catch (const std::exception&) {
+    }
+  }
+  return rows;
+}
+
+struct Compare {
+  double max_diff = 0;
+  int argmax_checked = 0, argmax_agree = 0;
+};
+
+Compare compare(const std::vector<float>& ours, const std::vector<float>& ref, double margin_floor) {
+  Compare c;
+  const int64_t rows = static_cast<int64_t>(ref.size()) / kVocab;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* a = ours.data() + r * kVocab;
+    const float* b = ref.data() + r * kVocab;
+    int64_t best_a = 0, best_b = 0, second_b = -1;
+    for (int64_t v = 0; v < kVocab; ++v) {
+      c.max_diff = std::max(c.max_diff, std::fabs(double(a[v]) - b[v]));
+      if (a[v] > a[best_a]) best_a = v;
+      if (b[v] > b[best_b]) { second_b = best_b; best_b = v; }
+      else if (v != best_b && (second_b < 0 || b[v] > b[second_b])) second_b = v;
+    }
+    if (second_b >= 0 && b[best_b] - b[second_b] > margin_floor) {
+      ++c.argmax_checked;
+      c.argmax_agree += best_a == best_b ? 1 : 0;
+    }
+  }
+  return c;
+}
+
+std::vector<float> run(Qwen35Model& m, const std::vector<int32_t>& toks, bool split) {
+  auto seq = m.new_sequence(static_cast<int64_t>(toks.size()));
+  ForwardOptions opt;
+  opt.logits = LogitsMode::All;
+  ForwardOutput out;
+  std::vector<float> all;
+  const int64_t n = static_cast<int64_t>(toks.size());
+  // llama.cpp's split mode: the first n/2 tokens in one call, then one token per call.
+  int64_t s = 0;
+  while (s < n) {
+    const int64_t e = !split ? n : (s == 0 && n / 2 > 0 ? n / 2 : s + 1);
+    m.forward(*seq, std::span<const int32_t>(toks.data() + s, e - s), opt, out);
+    all.insert(all.end(), out.logits.begin(), out.logits.end());
+    s = e;
+  }
+  return all;
+}
+
+const char* kSeqs[] = {"s1", "s2", "s3", "s4", "s5"};
+
+class GoldenLogits : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GoldenLogits, MatchLlamaCpp) {
+  if (!fs::exists(kGolden / "manifest.json"))
+    GTEST_SKIP() << "golden data absent at " << kGolden << ": llama.cpp comparison NOT run";
+  const std::string name = GetParam();  // e.g. "a-Q4_0"
+  const std::string type = name.substr(2);
+  const bool f32 = type == "F32";
+  auto model = Qwen35Model::load((kGolden / "models" / ("qwen35-golden-" + name + ".gguf")).string());
+  ASSERT_EQ(model->hparams().n_vocab, kVocab);
+  const auto refs = read_readme_refs();
+  for (const char* seq : kSeqs) {
+    const auto toks = read_tokens(kGolden / "tokens" / (std::string(seq) + ".json"));
+    ASSERT_FALSE(toks.empty());
+    const auto ref = read_f32(kGolden / "logits" / ("qwen35-golden-" + name + "." + seq + ".batch.f32"));
+    ASSERT_EQ(ref.size(), toks.size() * kVocab);
+    double tol = 1e-3;
+    if (!f32) {
+      auto it = refs.find(name + "." + seq);
+      ASSERT_NE(it, refs.end()) << "README has no ref A/B row for " << name << " " << seq;
+      tol = 2.0 * it->second.ref_b;
+    }
+    const auto ours = run(*model, toks, false);
+    const Compare c = compare(ours, ref, tol);
+    std::printf("  golden-%-9s %s batch: max|d| %.3e (bound %.3e), argmax %d/%d where margin > bound\n",
+                name.c_str(), seq, c.max_diff, tol, c.argmax_agree, c.argmax_checked);
+    EXPECT_LE(c.max_diff, tol) << name << " " << seq;
+    EXPECT_EQ(c.argmax_agree, c.argmax_checked) << name << " " << seq;
+    if (f32) {
+      const auto ref_split = read_f32(kGolden / "logits" / ("qwen35-golden-" + name + "." + seq + ".split.f32"));
+      const auto ours_split = run(*model, toks, true);
+      const Compare cs = compare(ours_split, ref_split, tol);
+      EXPECT_LE(cs.max_diff, tol) << name << " " << seq << " split";
+      EXPECT_EQ(cs.argmax_agree, cs.argmax_checked) << name << " " << seq << " split";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, GoldenLogits,
+                         ::testing::Values("a-F32", "b-F32", "a-F16", "a-Q8_0", "a-Q4_0", "a-Q4_K_M", "a-Q6_K",
+                                           "b-Q8_0", "b-Q4_K_M"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           for (auto& c : s)
+                             if (c == '-') c = '_';
+                           return s;
+                         });
+
+}  // namespace
+}  // namespace tandem

@@ -1,0 +1,205 @@
+// Forward-pass invariants on a generated tiny model (no external data needed):
+// chunked vs per-token agreement, checkpoint round trips, cut-position and
+// rollback states, clone, and clear errors for bad calls.
+#include "model/qwen35_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "model/test_models.h"
+
+namespace tandem {
+namespace {
+
+std::vector<int32_t> random_tokens(int64_t n, int64_t n_vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> dist(0, static_cast<int32_t>(n_vocab - 1));
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& x : t) x = dist(rng);
+  return t;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double m = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::fabs(double(a[i]) - b[i]));
+  return m;
+}
+double max_abs(const std::vector<float>& a) {
+  double m = 0;
+  for (float x : a) m = std::max(m, std::fabs(double(x)));
+  return m;
+}
+
+class TinyModel : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { model_ = Qwen35Model::load(ensure_tiny_model("F32")).release(); }
+  static void TearDownTestSuite() {
+    delete model_;
+    model_ = nullptr;
+  }
+  // Logits of all positions, processing `tokens` in pieces ending at `splits`.
+  std::vector<float> run(const std::vector<int32_t>& tokens, std::vector<int64_t> splits, GdnAlgorithm gdn) {
+    auto seq = model_->new_sequence(512);
+    ForwardOptions opt;
+    opt.logits = LogitsMode::All;
+    opt.gdn = gdn;
+    std::vector<float> all;
+    splits.push_back(static_cast<int64_t>(tokens.size()));
+    int64_t s = 0;
+    ForwardOutput out;
+    for (int64_t e : splits) {
+      model_->forward(*seq, std::span<const int32_t>(tokens.data() + s, e - s), opt, out);
+      all.insert(all.end(), out.logits.begin(), out.logits.end());
+      s = e;
+    }
+    return all;
+  }
+  static Qwen35Model* model_;
+};
+Qwen35Model* TinyModel::model_ = nullptr;
+
+TEST_F(TinyModel, ChunkedAndPerTokenPrefillAgree) {
+  const auto tokens = random_tokens(200, model_->hparams().n_vocab, 1);
+  const auto chunked = run(tokens, {}, GdnAlgorithm::Chunked);
+  const auto recurrent = run(tokens, {}, GdnAlgorithm::Recurrent);
+  EXPECT_LE(max_abs_diff(chunked, recurrent), 1e-4 * max_abs(recurrent));
+}
+
+TEST_F(TinyModel, BatchAndIncrementalAgree) {
+  const auto tokens = random_tokens(150, model_->hparams().n_vocab, 2);
+  const auto batch = run(tokens, {}, GdnAlgorithm::Auto);
+  std::vector<int64_t> splits;
+  for (int64_t p = 75; p < 150; ++p) splits.push_back(p);  // the second half one token per call
+  const auto split = run(tokens, splits, GdnAlgorithm::Auto);
+  EXPECT_LE(max_abs_diff(batch, split), 1e-4 * max_abs(batch));
+}
+
+// [0,N) in one call vs [0,P) -> checkpoint -> other tokens -> restore -> [P,N).
+TEST_F(TinyModel, CheckpointRoundTripIsBitIdentical) {
+  const int64_t N = 170, P = 97;
+  const auto tokens = random_tokens(N, model_->hparams().n_vocab, 3);
+  const auto other = random_tokens(40, model_->hparams().n_vocab, 4);
+  ForwardOptions opt;
+  opt.logits = LogitsMode::All;
+
+  auto a = model_->new_sequence(256);
+  ForwardOutput out_a1, out_a2;
+  model_->forward(*a, std::span<const int32_t>(tokens.data(), P), opt, out_a1);
+  model_->forward(*a, std::span<const int32_t>(tokens.data() + P, N - P), opt, out_a2);
+
+  auto b = model_->new_sequence(256);
+  ForwardOutput out;
+  model_->forward(*b, std::span<const int32_t>(tokens.data(), P), opt, out);
+  RecurrentCheckpoint cp;
+  b->save_recurrent(cp);
+  EXPECT_EQ(cp.pos, P);
+  EXPECT_EQ(cp.bytes(), b->recurrent_bytes());
+  model_->forward(*b, other, opt, out);  // diverge
+  b->restore(cp);
+  EXPECT_EQ(b->n_past(), P);
+  ForwardOutput out_b2;
+  model_->forward(*b, std::span<const int32_t>(tokens.data() + P, N - P), opt, out_b2);
+  ASSERT_EQ(out_a2.logits.size(), out_b2.logits.size());
+  EXPECT_EQ(0, std::memcmp(out_a2.logits.data(), out_b2.logits.data(), out_a2.logits.size() * sizeof(float)));
+}
+
+// A cut inside a pass hands back exactly the state a pass ending there would leave.
+TEST_F(TinyModel, CutStatesEqualStateOfAPassEndingThere) {
+  const auto tokens = random_tokens(160, model_->hparams().n_vocab, 5);
+  for (GdnAlgorithm gdn : {GdnAlgorithm::Chunked, GdnAlgorithm::Recurrent}) {
+    auto seq = model_->new_sequence(256);
+    ForwardOptions opt;
+    opt.gdn = gdn;
+    opt.cuts = {1, 64, 100, 160};
+    ForwardOutput out;
+    model_->forward(*seq, tokens, opt, out);
+    ASSERT_EQ(out.cut_states.size(), 4u);
+    for (size_t i = 0; i < opt.cuts.size(); ++i) {
+      auto ref = model_->new_sequence(256);
+      ForwardOptions plain;
+      plain.gdn = gdn;
+      ForwardOutput o2;
+      model_->forward(*ref, std::span<const int32_t>(tokens.data(), opt.cuts[i]), plain, o2);
+      RecurrentCheckpoint want;
+      ref->save_recurrent(want);
+      EXPECT_EQ(out.cut_states[i].pos, opt.cuts[i]);
+      EXPECT_LE(max_abs_diff(out.cut_states[i].data, want.data), 1e-5 * max_abs(want.data))
+          << "cut " << opt.cuts[i];
+    }
+    RecurrentCheckpoint last;
+    seq->save_recurrent(last);
+    EXPECT_EQ(last.data, out.cut_states.back().data) << "cut at the end = final state";
+  }
+}
+
+// Last-K rollback states equal the states of a per-token run, and restoring one of
+// them continues exactly like a sequence that stopped there.
+TEST_F(TinyModel, RollbackStatesEqualPerTokenStates) {
+  const auto tokens = random_tokens(90, model_->hparams().n_vocab, 6);
+  const int K = 4;
+  for (int64_t T : {90, 3}) {  // chunked body + per-token tail; and a batch shorter than K
+    auto seq = model_->new_sequence(256);
+    ForwardOptions opt;
+    opt.rollback_states = K;
+    ForwardOutput out;
+    model_->forward(*seq, std::span<const int32_t>(tokens.data(), T), opt, out);
+    ASSERT_EQ(static_cast<int64_t>(out.rollback_states.size()), std::min<int64_t>(K, T));
+    for (size_t s = 0; s < out.rollback_states.size(); ++s) {
+      const int64_t n = T - static_cast<int64_t>(s);
+      EXPECT_EQ(out.rollback_states[s].pos, n);
+      auto ref = model_->new_sequence(256);
+      ForwardOptions per_token;
+      per_token.gdn = GdnAlgorithm::Recurrent;
+      ForwardOutput o2;
+      model_->forward(*ref, std::span<const int32_t>(tokens.data(), n), per_token, o2);
+      RecurrentCheckpoint want;
+      ref->save_recurrent(want);
+      EXPECT_LE(max_abs_diff(out.rollback_states[s].data, want.data), 1e-5 * max_abs(want.data))
+          << "T=" << T << " slot " << s;
+    }
+  }
+}
+
+TEST_F(TinyModel, CloneContinuesIdentically) {
+  const auto tokens = random_tokens(120, model_->hparams().n_vocab, 7);
+  auto a = model_->new_sequence(256);
+  ForwardOptions opt;
+  ForwardOutput out;
+  model_->forward(*a, std::span<const int32_t>(tokens.data(), 100), opt, out);
+  auto b = model_->new_sequence(256);
+  b->copy_from(*a);
+  ForwardOutput oa, ob;
+  model_->forward(*a, std::span<const int32_t>(tokens.data() + 100, 20), opt, oa);
+  model_->forward(*b, std::span<const int32_t>(tokens.data() + 100, 20), opt, ob);
+  EXPECT_EQ(oa.logits, ob.logits);
+}
+
+TEST_F(TinyModel, BadCallsAreRejectedWithoutTouchingTheState) {
+  auto seq = model_->new_sequence(8);
+  ForwardOptions opt;
+  ForwardOutput out;
+  const int32_t bad = static_cast<int32_t>(model_->hparams().n_vocab);
+  std::vector<int32_t> toks = {1, bad};
+  try {
+    model_->forward(*seq, toks, opt, out);
+    FAIL() << "out-of-vocabulary id accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("outside the vocabulary"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(seq->n_past(), 0);
+  std::vector<int32_t> long_prompt(9, 1);
+  EXPECT_THROW(model_->forward(*seq, long_prompt, opt, out), std::length_error);
+  EXPECT_THROW(model_->forward(*seq, std::span<const int32_t>(), opt, out), std::invalid_argument);
+  opt.cuts = {5};
+  std::vector<int32_t> three = {1, 2, 3};
+  EXPECT_THROW(model_->forward(*seq, three, opt, out), std::invalid_argument);
+  EXPECT_EQ(seq->n_past(), 0);
+}
+
+}  // namespace
+}  // namespace tandem

@@ -13,7 +13,11 @@ Written from the public GGUF file-format description (not from the Tandem engine
 All integers are little-endian. Tensors are returned as float64 numpy arrays in "math shape":
 the reverse of ne, i.e. a 2-D tensor with ne {A, B} becomes an array of shape (B, A) (B rows of A).
 
-Supported tensor types: F32, F16, BF16, Q8_0. Anything else raises NotImplementedError.
+Supported tensor types: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K (block layouts from
+ggml-common.h / the GGUF spec). Quantized values are reconstructed exactly in float64 (every product/difference
+of an fp16 scale and a small integer is exact there), so casting to float32 gives the same bits as ggml's
+dequantize_row_* / gguf-py's dequantize (checked against /work/shared/golden/dequant/*.f32). Anything else
+raises NotImplementedError.
 
 Usage:
     g = GGUFFile("model.gguf")
@@ -54,7 +58,96 @@ GGML_TYPES = {
     24: ("I8", 1, 1), 25: ("I16", 1, 2), 26: ("I32", 1, 4), 27: ("I64", 1, 8),
     28: ("F64", 1, 8), 30: ("BF16", 1, 2),
 }
-SUPPORTED = {"F32", "F16", "BF16", "Q8_0"}
+SUPPORTED = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K"}
+
+
+def _f16(b):
+    """(nb, 2) uint8 -> (nb, 1) float64 from little-endian fp16."""
+    return np.ascontiguousarray(b).view("<f2").astype(np.float64)
+
+
+def _qh32(b):
+    """(nb, 4) uint8 -> (nb, 1) uint32 (little-endian)."""
+    return np.ascontiguousarray(b).view("<u4")
+
+
+def _nibbles(qs):
+    """(nb, 16) packed bytes -> (nb, 32): low nibbles are elements 0..15, high nibbles 16..31."""
+    return np.concatenate([qs & 0x0F, qs >> 4], axis=1).astype(np.int64)
+
+
+def _high_bits(qh):
+    """(nb, 1) uint32 -> (nb, 32) the 5th bit (0 or 16) of element j = bit j of qh."""
+    return (((qh >> np.arange(32, dtype=np.uint32)) & 1) << 4).astype(np.int64)
+
+
+def _scale_min_k4(sc):
+    """(nb, 12) packed 6-bit scales/mins of Q4_K/Q5_K -> two (nb, 8) int arrays."""
+    sc = sc.astype(np.int64)
+    d = np.empty((sc.shape[0], 8), np.int64)
+    m = np.empty_like(d)
+    d[:, :4] = sc[:, 0:4] & 63
+    m[:, :4] = sc[:, 4:8] & 63
+    d[:, 4:] = (sc[:, 8:12] & 0x0F) | ((sc[:, 0:4] >> 6) << 4)
+    m[:, 4:] = (sc[:, 8:12] >> 4) | ((sc[:, 4:8] >> 6) << 4)
+    return d, m
+
+
+def _k4_quants(qs):
+    """(nb, 128) Q4_K/Q5_K nibbles -> (nb, 256): chunk c of 32 bytes gives elements 64c..64c+31 (low) and
+    64c+32..64c+63 (high)."""
+    q = qs.reshape(-1, 4, 32)
+    return np.concatenate([q & 0x0F, q >> 4], axis=2).reshape(-1, 256).astype(np.int64)
+
+
+def dequantize(raw, type_name):
+    """Raw block bytes (uint8) -> flat float64 values, exact."""
+    raw = np.asarray(raw)
+    if type_name == "Q8_0":
+        b = raw.reshape(-1, 34)
+        return (_f16(b[:, :2]) * b[:, 2:].copy().view(np.int8)).reshape(-1)
+    if type_name == "Q4_0":
+        b = raw.reshape(-1, 18)
+        return (_f16(b[:, :2]) * (_nibbles(b[:, 2:]) - 8)).reshape(-1)
+    if type_name == "Q4_1":
+        b = raw.reshape(-1, 20)
+        return (_f16(b[:, :2]) * _nibbles(b[:, 4:]) + _f16(b[:, 2:4])).reshape(-1)
+    if type_name == "Q5_0":
+        b = raw.reshape(-1, 22)
+        q = _nibbles(b[:, 6:]) | _high_bits(_qh32(b[:, 2:6]))
+        return (_f16(b[:, :2]) * (q - 16)).reshape(-1)
+    if type_name == "Q5_1":
+        b = raw.reshape(-1, 24)
+        q = _nibbles(b[:, 8:]) | _high_bits(_qh32(b[:, 4:8]))
+        return (_f16(b[:, :2]) * q + _f16(b[:, 2:4])).reshape(-1)
+    if type_name in ("Q4_K", "Q5_K"):
+        bs = 144 if type_name == "Q4_K" else 176
+        b = raw.reshape(-1, bs)
+        d, dmin = _f16(b[:, 0:2]), _f16(b[:, 2:4])
+        sc, mn = _scale_min_k4(b[:, 4:16])
+        if type_name == "Q4_K":
+            q = _k4_quants(b[:, 16:144])
+        else:
+            q = _k4_quants(b[:, 48:176])
+            qh = b[:, 16:48].astype(np.int64)                       # (nb, 32): bit 2c / 2c+1 -> chunk c low / high
+            hb = np.stack([(qh >> s) & 1 for s in range(8)], axis=1)  # (nb, 8 = sub-block, 32)
+            q = q + (hb.reshape(-1, 256) << 4)
+        sub = np.repeat(np.arange(8), 32)                           # sub-block of each element
+        return (d * sc[:, sub] * q - dmin * mn[:, sub]).reshape(-1)
+    if type_name == "Q6_K":
+        b = raw.reshape(-1, 210)
+        ql, qh = b[:, 0:128].astype(np.int64), b[:, 128:192].astype(np.int64)
+        sc = b[:, 192:208].copy().view(np.int8).astype(np.int64)
+        d = _f16(b[:, 208:210])
+        q = np.empty((b.shape[0], 256), np.int64)
+        for h in range(2):  # two halves of 128: ql 64 bytes, qh 32 bytes each
+            L, H, o = ql[:, 64 * h:64 * h + 64], qh[:, 32 * h:32 * h + 32], 128 * h
+            q[:, o + 0:o + 32] = (L[:, :32] & 0x0F) | (((H >> 0) & 3) << 4)
+            q[:, o + 32:o + 64] = (L[:, 32:] & 0x0F) | (((H >> 2) & 3) << 4)
+            q[:, o + 64:o + 96] = (L[:, :32] >> 4) | (((H >> 4) & 3) << 4)
+            q[:, o + 96:o + 128] = (L[:, 32:] >> 4) | (((H >> 6) & 3) << 4)
+        return (d * sc[:, np.arange(256) // 16] * (q - 32)).reshape(-1)
+    raise NotImplementedError(type_name)
 
 
 class TensorInfo:
@@ -185,11 +278,8 @@ class GGUFFile:
         elif tn == "BF16":
             u = raw.view("<u2").astype(np.uint32) << 16
             x = u.view("<f4").astype(np.float64)
-        elif tn == "Q8_0":
-            blocks = raw.reshape(-1, 34)
-            d = blocks[:, :2].copy().view("<f2").astype(np.float64)  # (nb, 1)
-            q = blocks[:, 2:].copy().view(np.int8).astype(np.float64)  # (nb, 32)
-            x = (d * q).reshape(-1)
+        else:
+            x = dequantize(raw, tn)
         assert x.size == n
         shape = tuple(int(v) for v in reversed(ti.ne))
         return x.reshape(shape)

@@ -4,8 +4,15 @@ Written from /work/shared/spec/qwen35.md (sections 0-4, 10) only; independent of
 Everything is computed in float64 with plain numpy; the Gated-DeltaNet recurrence is the sequential
 per-token rule (spec 4.3 step 6). The MTP block (if present) is not run.
 
+--emulate-ggml ("ref B" of /work/shared/golden/README.md): before every matmul with a non-F32 weight the
+activation row is converted the way ggml-cpu converts it to the weight's vec_dot type, then dequantized back and
+multiplied in float64: F16 weight -> activations rounded to F16; Q8_0/Q4_0/Q5_0 (and Q4_1/Q5_1, whose Q8_1 has the
+same codes; its fp16 block sum is not emulated) -> Q8_0 (blocks of 32, d = fp16(amax/127), q = rint(x*127/amax),
+half-to-even); Q4_K/Q5_K/Q6_K -> Q8_K (blocks of 256, iscale = -127/max with max the signed element of largest
+magnitude, q = min(127, rint(iscale*x)), d = float32(1/iscale)). Without it activations stay exact ("ref A").
+
 CLI:
-    /usr/bin/python3 qwen35_ref.py MODEL.gguf --tokens 1,2,3 --out logits.f32 [--hidden-out h.f32]
+    /usr/bin/python3 qwen35_ref.py MODEL.gguf --tokens 1,2,3 --out logits.f32 [--hidden-out h.f32] [--emulate-ggml]
     /usr/bin/python3 qwen35_ref.py MODEL.gguf --tokens-file toks.json --out logits.f32
 Output: raw little-endian float32, row-major [n_tokens][n_vocab] (logits for every position);
 --hidden-out: the final-normed hidden states [n_tokens][n_embd] (input of the LM head / MTP).
@@ -120,6 +127,41 @@ def softplus(x):
     return np.where(x > 20.0, x, np.log1p(np.exp(np.minimum(x, 20.0))))
 
 
+# vec_dot type ggml-cpu converts the activation row to, per weight type (ggml-cpu type_traits_cpu)
+VEC_DOT_TYPE = {"F32": None, "F16": "F16", "BF16": "BF16", "Q8_0": "Q8_0", "Q4_0": "Q8_0", "Q5_0": "Q8_0",
+                "Q4_1": "Q8_0", "Q5_1": "Q8_0",  # really Q8_1: same codes and d
+                "Q4_K": "Q8_K", "Q5_K": "Q8_K", "Q6_K": "Q8_K"}
+
+
+def act_codes(x, vt):
+    """ggml's activation conversion of rows x [T, n] (float64) to vec_dot type vt.
+    Returns (q, d, v): integer codes [T, n] (None for F16/BF16), per-block scales, and the dequantized values."""
+    T, n = x.shape
+    if vt == "F16":
+        return None, None, x.astype(np.float16).astype(np.float64)
+    if vt == "BF16":
+        u = (x.astype(np.float32).view(np.uint32).astype(np.uint64) + 0x7FFF
+             + ((x.astype(np.float32).view(np.uint32) >> 16) & 1)) >> 16 << 16
+        return None, None, u.astype(np.uint32).view(np.float32).astype(np.float64)
+    if vt == "Q8_0":
+        b = x.reshape(T, n // 32, 32)
+        amax = np.abs(b).max(axis=-1, keepdims=True)
+        d = (amax / 127.0).astype(np.float16).astype(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q = np.where(amax > 0, np.rint(b * np.where(amax > 0, 127.0 / amax, 0.0)), 0.0)
+        return q.reshape(T, n), d[..., 0], (d * q).reshape(T, n)
+    if vt == "Q8_K":
+        b = x.reshape(T, n // 256, 256)
+        idx = np.abs(b).argmax(axis=-1)[..., None]                         # first element of largest |x|
+        mx = np.take_along_axis(b, idx, axis=-1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            iscale = np.where(mx != 0, -127.0 / mx, 0.0)
+            q = np.minimum(127.0, np.rint(iscale * b))
+            d = np.where(mx != 0, (1.0 / iscale).astype(np.float32).astype(np.float64), 0.0)
+        return q.reshape(T, n), d[..., 0], (d * q).reshape(T, n)
+    raise ValueError(vt)
+
+
 def matmul(x, W):
     """y = W x for every token row: x [T, n_in], W math shape [n_out, n_in] -> [T, n_out]."""
     return x @ W.T
@@ -130,19 +172,31 @@ def matmul(x, W):
 # ---------------------------------------------------------------------------------------------
 
 class Qwen35:
-    def __init__(self, path):
+    def __init__(self, path, emulate_ggml=False):
         self.g = GGUFFile(path)
         self.cfg = Config(self.g)
+        self.emulate = emulate_ggml
+        self.trace = None  # set to a list to record (weight name, matmul input rows) of every matmul
 
     def w(self, name):
         return self.g.get(name)
 
+    def mm(self, x, name):
+        """y = W x with W the named weight; with --emulate-ggml the rows of x are first converted like ggml."""
+        if self.trace is not None:
+            self.trace.append((name, x.copy()))
+        if self.emulate:
+            vt = VEC_DOT_TYPE[self.g.tensors[name].type_name]
+            if vt is not None:
+                x = act_codes(x, vt)[2]
+        return matmul(x, self.w(name))
+
     # ---- FFN (spec 4.2) ---------------------------------------------------------------------
     def ffn(self, i, x):
         p = "blk.%d." % i
-        gate = matmul(x, self.w(p + "ffn_gate.weight"))
-        up = matmul(x, self.w(p + "ffn_up.weight"))
-        return matmul(silu(gate) * up, self.w(p + "ffn_down.weight"))
+        gate = self.mm(x, p + "ffn_gate.weight")
+        up = self.mm(x, p + "ffn_up.weight")
+        return self.mm(silu(gate) * up, p + "ffn_down.weight")
 
     # ---- Gated DeltaNet (spec 4.3) ----------------------------------------------------------
     def gdn(self, i, a):
@@ -152,10 +206,10 @@ class Qwen35:
         d, H_k, H_v, K = c.d, c.H_k, c.H_v, c.conv_k
 
         # 1. projections
-        mixed = matmul(a, self.w(p + "attn_qkv.weight"))                    # [T, conv_dim]
-        z = matmul(a, self.w(p + "attn_gate.weight")).reshape(T, H_v, d)    # [T, H_v, d]
-        beta = sigmoid(matmul(a, self.w(p + "ssm_beta.weight")))            # [T, H_v]
-        alpha = matmul(a, self.w(p + "ssm_alpha.weight"))                   # [T, H_v]
+        mixed = self.mm(a, p + "attn_qkv.weight")                    # [T, conv_dim]
+        z = self.mm(a, p + "attn_gate.weight").reshape(T, H_v, d)    # [T, H_v, d]
+        beta = sigmoid(self.mm(a, p + "ssm_beta.weight"))            # [T, H_v]
+        alpha = self.mm(a, p + "ssm_alpha.weight")                   # [T, H_v]
         g = softplus(alpha + self.w(p + "ssm_dt.bias")) * self.w(p + "ssm_a")  # [T, H_v], <= 0
 
         # 2. causal depthwise conv (conv state = zeros at sequence start) + SiLU
@@ -193,7 +247,7 @@ class Qwen35:
         y = rmsnorm(o, self.w(p + "ssm_norm.weight"), c.eps) * silu(z)
 
         # 8. output projection
-        return matmul(y.reshape(T, c.value_dim), self.w(p + "ssm_out.weight"))
+        return self.mm(y.reshape(T, c.value_dim), p + "ssm_out.weight")
 
     # ---- full attention (spec 4.4) ----------------------------------------------------------
     def rope(self, x, pos):
@@ -218,13 +272,13 @@ class Qwen35:
         assert c.head_v == hd
 
         # 1. q and gate interleaved per head: [q_h (hd) | gate_h (hd)]
-        qg = matmul(a, self.w(p + "attn_q.weight")).reshape(T, n_head, 2 * hd)
+        qg = self.mm(a, p + "attn_q.weight").reshape(T, n_head, 2 * hd)
         q, gate = qg[..., :hd], qg[..., hd:]
         # 2./3. per-head RMSNorm of q and k; v plain
         q = rmsnorm(q, self.w(p + "attn_q_norm.weight"), c.eps)
-        k = rmsnorm(matmul(a, self.w(p + "attn_k.weight")).reshape(T, n_head_kv, hd),
+        k = rmsnorm(self.mm(a, p + "attn_k.weight").reshape(T, n_head_kv, hd),
                     self.w(p + "attn_k_norm.weight"), c.eps)
-        v = matmul(a, self.w(p + "attn_v.weight")).reshape(T, n_head_kv, hd)
+        v = self.mm(a, p + "attn_v.weight").reshape(T, n_head_kv, hd)
         # 4. RoPE (text tokens: all M-RoPE components = pos -> plain NEOX partial RoPE)
         q, k = self.rope(q, pos), self.rope(k, pos)
         # 5. causal softmax attention with grouped GQA: query head h uses kv head h // group
@@ -240,7 +294,7 @@ class Qwen35:
         o = np.einsum("hts,shd->thd", pr, vq)                                # [T, n_head, hd]
         # 6. sigmoid output gate, 7. output projection
         o = o * sigmoid(gate)
-        return matmul(o.reshape(T, n_head * hd), self.w(p + "attn_output.weight"))
+        return self.mm(o.reshape(T, n_head * hd), p + "attn_output.weight")
 
     # ---- whole model (spec 4.1) -------------------------------------------------------------
     def forward(self, tokens, verbose=False):
@@ -262,8 +316,7 @@ class Qwen35:
                 print("  layer %d (%s) %.2fs" % (i, "GDN" if c.is_recr[i] else "attn", time.time() - t0),
                       file=sys.stderr)
         h_final = rmsnorm(h, self.w("output_norm.weight"), c.eps)
-        W_out = self.w("token_embd.weight" if c.tied else "output.weight")
-        logits = matmul(h_final, W_out)                                      # [T, n_vocab]
+        logits = self.mm(h_final, "token_embd.weight" if c.tied else "output.weight")  # [T, n_vocab]
         return logits, h_final
 
 
@@ -275,6 +328,8 @@ def main(argv=None):
     src.add_argument("--tokens-file", help="JSON array of token ids")
     ap.add_argument("--out", help="logits output (float32 [n_tokens][n_vocab])")
     ap.add_argument("--hidden-out", help="final-normed hidden states (float32 [n_tokens][n_embd])")
+    ap.add_argument("--emulate-ggml", action="store_true",
+                    help="convert matmul activations like ggml-cpu (F16 / Q8_0 / Q8_K), i.e. README ref B")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
 
@@ -285,7 +340,7 @@ def main(argv=None):
             tokens = [int(t) for t in json.load(f)]
 
     t0 = time.time()
-    model = Qwen35(args.model)
+    model = Qwen35(args.model, emulate_ggml=args.emulate_ggml)
     if args.verbose:
         print(model.cfg.summary(), file=sys.stderr)
     logits, hidden = model.forward(tokens, verbose=args.verbose)

@@ -581,9 +581,11 @@ TEST(GgufFileGolden, GoldenModelsParse) {
       w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne, t.ne + t.n_dims), Bytes(t.data, t.data + t.nbytes));
     }
     const Bytes re = w.to_bytes();
+    Bytes orig(static_cast<size_t>(fs::file_size(entry.path())));
     std::ifstream in(entry.path(), std::ios::binary);
-    const Bytes orig((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    EXPECT_TRUE(re == orig) << "rewritten file differs (" << re.size() << " vs " << orig.size() << " bytes)";
+    in.read(reinterpret_cast<char*>(orig.data()), static_cast<std::streamsize>(orig.size()));
+    EXPECT_TRUE(re.size() == orig.size() && std::memcmp(re.data(), orig.data(), re.size()) == 0)
+        << "rewritten file differs (" << re.size() << " vs " << orig.size() << " bytes)";
   }
   if (n_files == 0) GTEST_SKIP() << "golden data absent: no .gguf files in " << models;
 }

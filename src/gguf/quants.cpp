@@ -715,6 +715,7 @@ void quant_q8_k(const float* x, BlockQ8_K* y, int64_t nb) {
 
 void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
   check_blocks(t, n, "dequantize_row");
+  if (n == 0) return;
   const int64_t nb = n / traits(t).block_elems;
   switch (t) {
     case GgmlType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); return;
@@ -752,6 +753,7 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
 
 void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
   check_blocks(t, n, "quantize_row");
+  if (n == 0) return;
   const int64_t nb = n / traits(t).block_elems;
   switch (t) {
     case GgmlType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); return;
@@ -787,6 +789,7 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
 
 void quantize_row_activation(GgmlType vec_dot_type, const float* src, void* dst, int64_t n) {
   check_blocks(vec_dot_type, n, "quantize_row_activation");
+  if (n == 0) return;
   const int64_t nb = n / traits(vec_dot_type).block_elems;
   switch (vec_dot_type) {
     case GgmlType::Q8_0: return quant_q8_0_cpu(src, static_cast<BlockQ8_0*>(dst), nb);

@@ -283,7 +283,7 @@ TEST(Qwen35Generator, TinyAllTypes) {
 }
 
 TEST(Qwen35Generator, WeightDistributions) {
-  const std::string path = test_dir() + "/gen-test-tiny-F32.gguf";
+  const std::string path = test_dir() + "/gen-test-dist-F32.gguf";  // own name: tests may run in parallel
   generate_qwen35_model(tiny_opts("F32"), path);
   auto f = GgufFile::open(path);
   double m, sd;

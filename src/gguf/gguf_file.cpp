@@ -406,12 +406,15 @@ void GgufFile::parse() {
     std::string shape = "[";
     for (int d = 0; d < ti.n_dims; ++d) shape += (d ? ", " : "") + std::to_string(ti.ne[d]);
     shape += "]";
+    // The product of the dimensions, zeros counted as 1, must fit in int64: then n_elements(),
+    // n_rows() and every partial product are safe even for empty tensors.
     int64_t prod = 1;
     for (int d = 0; d < 4; ++d) {
-      if (ti.ne[d] != 0 && prod > std::numeric_limits<int64_t>::max() / ti.ne[d]) {
+      const int64_t f = ti.ne[d] != 0 ? ti.ne[d] : 1;
+      if (prod > std::numeric_limits<int64_t>::max() / f) {
         fail(what + ": element count of shape " + shape + " overflows int64 (expected at most 2^63-1 elements)");
       }
-      prod *= ti.ne[d];
+      prod *= f;
     }
     const uint32_t raw_type = c.read<uint32_t>(what + " type");
     const auto tr = ggml_type_traits(raw_type);

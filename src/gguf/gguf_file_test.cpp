@@ -384,6 +384,17 @@ std::vector<Corrupt> corrupt_cases() {
          put64(b, ne_at(b, "weight.a", 1), 1ull << 40);
        }),
        {"tensor 'weight.a'", "overflows int64"}},
+      // Found by the fuzzer: with ne[0] = 0 the element count is 0, but n_rows() overflowed.
+      {"empty-tensor-rows-overflow",
+       [] {
+         GgufWriter w;
+         w.add_tensor("empty.t", GgmlType::F32, {0, 4, 4}, {});
+         Bytes b = w.to_bytes();
+         put64(b, ne_at(b, "empty.t", 1), 1ull << 40);
+         put64(b, ne_at(b, "empty.t", 2), 1ull << 40);
+         return b;
+       },
+       {"tensor 'empty.t'", "shape [0, 1099511627776, 1099511627776] overflows int64"}},
       {"byte-size-overflow",
        patch([](Bytes& b) {
          put64(b, ne_at(b, "weight.a", 0), 1ull << 62);

@@ -1,0 +1,39 @@
+// `divergence`: Tandem's rule (serving.md §3.3, paper §4.2) on top of the stock batching and
+// checkpoints. After the restore to R <= L: if L < N and L - R >= min_gap, the state at L is
+// kept as a checkpoint: handed back by the pass that crosses L (ForwardOptions::cuts, no
+// extra pass), or, with split_pass, by ending a batch at L as an NPU backend must. At most
+// one such checkpoint per request; later requests reuse it through the normal restore rule.
+//
+// min_gap comes from the cost model (per-pass cost / per-token cost plus the copy) and must be
+// calibrated per device, hence a setting. Eviction is stock's oldest-first; thinning is off by
+// default because it would drop the previous request's divergence checkpoint as soon as the
+// next one is made, which is exactly the checkpoint the next step of an episode reuses.
+#pragma once
+
+#include "serve/checkpoint_policy.h"
+#include "serve/stock_batching.h"
+
+namespace tandem::serve {
+
+struct DivergenceOptions {
+  int64_t min_gap = 32;
+  bool split_pass = false;
+  StockRules rules;
+  int64_t thin_span = 0;
+};
+
+class DivergencePolicy final : public CheckpointPolicy {
+ public:
+  explicit DivergencePolicy(DivergenceOptions opt = {}) : opt_(opt) {}
+  std::string_view name() const override { return "divergence"; }
+  PrefillPlan plan_prefill(const PrefillContext& ctx) override;
+  std::vector<size_t> evictions(std::span<const Checkpoint> held, const Checkpoint& incoming, int capacity,
+                                uint64_t now) override;
+  const DivergenceOptions& options() const { return opt_; }
+  void set_min_gap(int64_t gap) { opt_.min_gap = gap; }
+
+ private:
+  DivergenceOptions opt_;
+};
+
+}  // namespace tandem::serve

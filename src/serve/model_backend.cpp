@@ -1,0 +1,57 @@
+#include "serve/model_backend.h"
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace tandem::serve {
+
+namespace {
+struct ModelSaved final : SavedSequence {
+  std::unique_ptr<SequenceState> state;
+  size_t bytes() const override {
+    return state->recurrent_bytes() + static_cast<size_t>(state->n_past()) * state->kv_bytes_per_token();
+  }
+};
+}  // namespace
+
+ModelBackend::ModelBackend(Qwen35Model& model, int64_t n_ctx) : model_(model), state_(model.new_sequence(n_ctx)) {
+  opt_.logits = LogitsMode::Last;
+}
+
+size_t ModelBackend::sequence_bytes(int64_t n_tokens) const {
+  return state_->recurrent_bytes() + static_cast<size_t>(n_tokens) * state_->kv_bytes_per_token();
+}
+
+void ModelBackend::run(std::span<const int32_t> tokens, std::span<const int64_t> cuts, bool want_logits,
+                       std::span<RecurrentCheckpoint> cut_states) {
+  if (cut_states.size() != cuts.size()) throw std::invalid_argument("ModelBackend::run: one state per cut expected");
+  opt_.logits = want_logits ? LogitsMode::Last : LogitsMode::None;
+  opt_.cuts.assign(cuts.begin(), cuts.end());  // keeps its capacity: no allocation when empty
+  // Hand the caller's buffers to the pass so that their capacity is reused, then take the
+  // filled states back.
+  out_.cut_states.resize(cuts.size());
+  for (size_t i = 0; i < cuts.size(); ++i) std::swap(out_.cut_states[i].data, cut_states[i].data);
+  model_.forward(*state_, tokens, opt_, out_);
+  for (size_t i = 0; i < cuts.size(); ++i) {
+    cut_states[i].pos = out_.cut_states[i].pos;
+    std::swap(out_.cut_states[i].data, cut_states[i].data);
+  }
+  if (want_logits) logits_ = std::span<const float>(out_.logits.data(), out_.logits.size());
+}
+
+std::unique_ptr<SavedSequence> ModelBackend::save_sequence() const {
+  auto s = std::make_unique<ModelSaved>();
+  // A state sized to what it holds: the prompt cache budget counts these bytes.
+  s->state = model_.new_sequence(std::max<int64_t>(1, state_->n_past()));
+  s->state->copy_from(*state_);
+  return s;
+}
+
+void ModelBackend::load_sequence(const SavedSequence& saved) {
+  const auto* s = dynamic_cast<const ModelSaved*>(&saved);
+  if (!s) throw std::invalid_argument("ModelBackend::load_sequence: the sequence was saved by another backend");
+  state_->copy_from(*s->state);
+}
+
+}  // namespace tandem::serve

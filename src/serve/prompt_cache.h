@@ -1,0 +1,68 @@
+// The host prompt cache (serving.md §3.1, llama.cpp's server_prompt_cache): whole slot states
+// of earlier prompts (tokens + full sequence state + checkpoint list) within a byte budget.
+//
+// With one slot, llama.cpp consults it when the new prompt is not similar to the slot (common
+// prefix <= slot_similarity of the prompt) or would keep less than half of the slot's tokens:
+// the slot is saved as an entry, then the best entry is loaded if it keeps >= min_keep of its
+// own tokens and beats the slot on both kept and covered fractions. Loading moves the entry into
+// the slot (it leaves the cache). Entries go oldest first while over budget (one always stays).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "serve/checkpoint.h"
+#include "serve/state_backend.h"
+
+namespace tandem::serve {
+
+struct PromptCacheOptions {
+  size_t budget_mib = 512;
+  double min_keep = 0.25;        // an entry must keep this fraction of its own tokens
+  double slot_similarity = 0.1;  // llama.cpp's --slot-prompt-similarity
+  double save_below_keep = 0.5;  // a similar slot is saved when it would keep less than this
+};
+
+struct PromptCacheEntry {
+  std::vector<int32_t> tokens;
+  std::unique_ptr<SavedSequence> state;
+  std::vector<Checkpoint> checkpoints;
+  size_t bytes() const;
+};
+
+class PromptCache {
+ public:
+  explicit PromptCache(PromptCacheOptions opt = {});
+
+  // Whether a slot holding `cached` goes through the cache before serving `prompt`.
+  bool should_update(std::span<const int32_t> cached, std::span<const int32_t> prompt) const;
+  // Saves the slot as an entry; returns the bytes copied (0 when an entry already holds all of
+  // these tokens). Entries whose tokens are a prefix of these are removed as obsolete.
+  size_t save(std::span<const int32_t> tokens, const StateBackend& backend, std::span<const Checkpoint> checkpoints);
+  // Removes and returns the best entry for `prompt` that beats a slot holding `slot_tokens`.
+  std::optional<PromptCacheEntry> take_best(std::span<const int32_t> slot_tokens, std::span<const int32_t> prompt);
+  // Oldest entries out while over budget, keeping at least one; returns how many went.
+  size_t enforce_budget();
+
+  size_t bytes_used() const;
+  size_t budget_bytes() const { return opt_.budget_mib * 1024 * 1024; }
+  size_t entries() const { return entries_.size(); }
+  uint64_t evicted_total() const { return evicted_; }
+  const PromptCacheOptions& options() const { return opt_; }
+  const std::list<PromptCacheEntry>& contents() const { return entries_; }
+
+ private:
+  PromptCacheOptions opt_;
+  std::list<PromptCacheEntry> entries_;  // oldest first
+  uint64_t evicted_ = 0;
+};
+
+// Longest common prefix of two token sequences.
+int64_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b);
+
+}  // namespace tandem::serve

@@ -1,0 +1,16 @@
+// A request as the replay simulator (and Marconi's alpha tuning) sees it: the prompt, where
+// its user messages start, and the generated tokens the slot consumed after it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace tandem::serve {
+
+struct RecordedRequest {
+  std::vector<int32_t> prompt;
+  std::vector<int64_t> user_starts;
+  std::vector<int32_t> output;  // tokens fed back through decode (the last sampled one excluded)
+};
+
+}  // namespace tandem::serve

@@ -1,0 +1,80 @@
+// What every request reports (serving.md §5), so that a replay can be checked number by
+// number against the server: the same struct is filled by the server's slot and by the
+// dry-run slot of the simulator.
+//
+// Definitions: N = prompt tokens; L = longest common prefix with the slot's cached tokens
+// (after a prompt-cache load); R = the position prefill resumed from; new_tokens = N - R (what
+// was prefilled); kv_bound = N - L (what a pure attention model would prefill); passes = model
+// traversals of the prefill (micro-batches); checkpoints restored / created / evicted (by
+// capacity or thinning) / dropped (invalidated by the restore: beyond R); bytes_copied = every
+// state copy of the request (checkpoint saves and restores, prompt-cache saves and loads).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tandem::serve {
+
+struct RequestStats {
+  uint64_t request = 0;  // index in the slot's life, from 1
+  std::string policy;
+  bool consolidate = false;
+
+  int64_t n_prompt = 0;    // N
+  int64_t lcp = 0;         // L
+  int64_t restore_pos = 0; // R
+  int64_t new_tokens = 0;  // N - R
+  int64_t kv_bound = 0;    // N - L
+
+  int64_t passes = 0;
+  std::vector<int64_t> pass_sizes;
+
+  int64_t checkpoints_restored = 0;
+  int64_t checkpoints_created = 0;
+  int64_t checkpoints_evicted = 0;
+  int64_t checkpoints_dropped = 0;
+  int64_t restored_pos = -1;  // position of the restored checkpoint, -1 when none
+  std::vector<int64_t> created_positions, evicted_positions, dropped_positions;
+  int64_t checkpoints_held = 0;       // after the prefill
+  uint64_t checkpoint_bytes_held = 0; // after the prefill
+
+  uint64_t bytes_copied = 0;
+
+  bool prompt_cache_saved = false;
+  bool prompt_cache_loaded = false;
+  uint64_t prompt_cache_bytes = 0;         // after this request's cache update
+  uint64_t prompt_cache_budget_bytes = 0;
+  int64_t prompt_cache_entries = 0;
+
+  double prefill_ms = 0;
+  double decode_ms = 0;
+  int64_t tokens_generated = 0;
+  double ms_per_output_token = 0;
+
+  int64_t drafts_proposed = 0;  // speculation (not yet implemented: 0)
+  int64_t drafts_accepted = 0;
+
+  // The counts a replay must reproduce exactly (no timings).
+  bool same_counts(const RequestStats& o) const;
+};
+
+void to_json(nlohmann::json& j, const RequestStats& s);
+void from_json(const nlohmann::json& j, RequestStats& s);
+
+// Sums and means over a run (what a replay prints at the end).
+struct StatsSummary {
+  int64_t requests = 0;
+  int64_t new_tokens = 0, kv_bound = 0, passes = 0;
+  int64_t checkpoints_created = 0, checkpoints_restored = 0, checkpoints_evicted = 0;
+  uint64_t bytes_copied = 0;
+  double prefill_ms = 0, decode_ms = 0;
+  int64_t tokens_generated = 0;
+
+  void add(const RequestStats& s);
+};
+void to_json(nlohmann::json& j, const StatsSummary& s);
+
+}  // namespace tandem::serve

@@ -1,0 +1,105 @@
+// A server slot: the cached tokens, the live state (behind a StateBackend), and a bounded
+// list of checkpoints. prefill() applies the restore rule of serving.md §2 and runs the passes
+// the policy planned; decode() appends one token. The policy decides, the slot executes.
+//
+// Restore rule: L = common prefix of the prompt and the cached tokens; L' = min(L, N - 1) so
+// that at least one prompt token is processed. If L' equals the cached length, continue from
+// the live state; otherwise restore the newest checkpoint at R <= L' (truncating the KV cache)
+// or, with none, start from 0; checkpoints beyond R are dropped.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "serve/batch_planner.h"
+#include "serve/checkpoint.h"
+#include "serve/checkpoint_policy.h"
+#include "serve/prompt.h"
+#include "serve/prompt_cache.h"
+#include "serve/request_stats.h"
+#include "serve/state_backend.h"
+
+namespace tandem::serve {
+
+struct SlotConfig {
+  BatchConfig batch;
+  int ctx_checkpoints = 8;  // the paper's configuration (llama.cpp's default is 32)
+};
+
+struct PrefillReport {
+  std::span<const float> logits;  // the last prompt token's (empty under the dry-run backend)
+  RequestStats stats;             // prefill half; decode fields are still 0
+  BatchPlan plan;
+};
+
+class Slot {
+ public:
+  Slot(std::unique_ptr<StateBackend> backend, std::unique_ptr<CheckpointPolicy> policy, SlotConfig cfg = {});
+  ~Slot();
+  Slot(const Slot&) = delete;
+  Slot& operator=(const Slot&) = delete;
+
+  // Switches take effect at the next prefill; held checkpoints stay.
+  void set_policy(std::unique_ptr<CheckpointPolicy> policy);
+  void set_consolidate(bool on);
+  void set_batch(BatchConfig batch);
+  // Fewer checkpoints than held: the oldest go now.
+  void set_capacity(int ctx_checkpoints);
+  // nullptr: no prompt cache. The cache must outlive its use by the slot.
+  void set_prompt_cache(PromptCache* cache) { cache_ = cache; }
+
+  // Ends the previous request if one is open, then prefills. Throws std::invalid_argument or
+  // std::length_error (the message says what was expected) before touching any state.
+  PrefillReport prefill(const Prompt& prompt);
+  // Feeds one generated token; returns its logits. No checkpoints, no allocation.
+  std::span<const float> decode(int32_t token);
+  // Finishes the open request (also done by the next prefill) and returns its statistics.
+  const RequestStats& end_request();
+
+  const std::vector<int32_t>& cached_tokens() const { return cached_; }
+  std::span<const Checkpoint> checkpoints() const { return held_; }
+  const RequestStats& stats() const { return stats_; }
+  CheckpointPolicy& policy() { return *policy_; }
+  StateBackend& backend() { return *backend_; }
+  const SlotConfig& config() const { return cfg_; }
+  size_t checkpoint_bytes_held() const;
+  uint64_t requests() const { return request_; }
+  bool request_open() const { return open_; }
+
+ private:
+  void restore_for(const Prompt& prompt);
+  void run_plan(const Prompt& prompt, const PrefillPlan& plan);
+  void check_plan(const PrefillPlan& plan, int64_t R, int64_t N) const;
+  void add_checkpoint(int64_t pos, CheckpointOrigin origin, RecurrentCheckpoint&& state);
+  void drop_beyond(int64_t pos);
+  RecurrentCheckpoint take_buffer();
+  void recycle(RecurrentCheckpoint&& cp);
+
+  std::unique_ptr<StateBackend> backend_;
+  std::unique_ptr<CheckpointPolicy> policy_;
+  SlotConfig cfg_;
+  BatchPlanner planner_;
+  PromptCache* cache_ = nullptr;
+
+  std::vector<int32_t> cached_;  // == what the state consumed; reserved to n_ctx
+  std::vector<Checkpoint> held_; // ascending positions == creation order
+  std::vector<int64_t> user_starts_;
+  int64_t n_prompt_ = 0;
+  int64_t cached_before_ = 0;  // cached tokens when the restore rule ran (after a cache load)
+  uint64_t request_ = 0;
+  uint64_t clock_ = 0;  // logical clock: ticks at every checkpoint creation and restore
+  bool open_ = false;
+  RequestStats stats_;
+
+  // Reused per pass: cut positions and the states handed back there; one spare buffer so that
+  // a checkpoint made after one was evicted reuses its memory.
+  std::vector<int64_t> cuts_;
+  std::vector<CheckpointOrigin> cut_origins_;
+  std::vector<RecurrentCheckpoint> cut_states_;
+  std::vector<RecurrentCheckpoint> spare_;
+};
+
+}  // namespace tandem::serve

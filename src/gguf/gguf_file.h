@@ -47,7 +47,8 @@ struct GgufTensorInfo {
   std::string name;
   GgmlType type;
   int n_dims = 0;
-  int64_t ne[4] = {1, 1, 1, 1};  // ne[0] is the contiguous dimension
+  int64_t ne[4] = {1, 1, 1, 1};  // ne[0] is the contiguous dimension; each >= 0 (0 = empty tensor,
+                                 // as ggml allows); the product of the nonzero ne fits in int64
   uint64_t offset = 0;          // relative to the data section
   const uint8_t* data = nullptr;
   size_t nbytes = 0;

@@ -1,0 +1,525 @@
+#include "text/chat_template.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "text/tokenizer.h"
+
+namespace tandem::text {
+namespace {
+
+[[noreturn]] void fail(const std::string& what) { throw ChatTemplateError(what); }
+
+// ---------------------------------------------------------------------------------------------
+// Recognition.
+
+// FNV-1a over the template without ASCII whitespace: the same template re-indented (as converters
+// and hubs sometimes do) still matches.
+uint64_t template_fingerprint(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f') continue;
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+struct KnownTemplate {
+  uint64_t fingerprint;
+  ChatTemplateFamily family;
+  const char* what;
+};
+// The templates the npm reference test renders with @huggingface/jinja (tests/text/).
+constexpr KnownTemplate kKnown[] = {
+    {0x7175efb54ad7a704ull, ChatTemplateFamily::ChatML, "tandem-gen-model's default ChatML"},
+    {0x4629b26c31e7abf0ull, ChatTemplateFamily::Qwen3, "Qwen3 (tokenizer_config.json of Qwen3)"},
+    {0x9283a9b049b2b593ull, ChatTemplateFamily::Qwen35, "Qwen3.5 (chat_template.jinja of Qwen3.5)"},
+};
+
+bool has(const std::string& s, const char* needle) { return s.find(needle) != std::string::npos; }
+
+// ---------------------------------------------------------------------------------------------
+// Python string semantics used by the templates.
+
+bool is_py_space(uint32_t cp) {
+  return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
+         cp == 0x3000;
+}
+
+// |trim (str.strip()): leading/trailing Unicode whitespace.
+std::string trim(const std::string& s) {
+  // Decode just enough UTF-8 at both ends; whitespace code points are at most 3 bytes.
+  auto cp_at = [&](size_t i, size_t& len) -> uint32_t {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) { len = 1; return c; }
+    if ((c & 0xE0) == 0xC0 && i + 1 < s.size()) { len = 2; return ((c & 0x1F) << 6) | (s[i + 1] & 0x3F); }
+    if ((c & 0xF0) == 0xE0 && i + 2 < s.size()) {
+      len = 3;
+      return ((c & 0x0F) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F);
+    }
+    len = 1;
+    return 0xFFFD;
+  };
+  size_t b = 0;
+  while (b < s.size()) {
+    size_t len;
+    if (!is_py_space(cp_at(b, len))) break;
+    b += len;
+  }
+  size_t e = s.size();
+  while (e > b) {
+    size_t k = e - 1;  // find the start of the last character
+    while (k > b && (static_cast<unsigned char>(s[k]) & 0xC0) == 0x80 && e - k < 4) --k;
+    size_t len;
+    if (!is_py_space(cp_at(k, len)) || k + len != e) break;
+    e = k;
+  }
+  return s.substr(b, e - b);
+}
+
+std::string lstrip_nl(const std::string& s) {
+  const size_t b = s.find_first_not_of('\n');
+  return b == std::string::npos ? std::string() : s.substr(b);
+}
+std::string rstrip_nl(const std::string& s) {
+  const size_t e = s.find_last_not_of('\n');
+  return e == std::string::npos ? std::string() : s.substr(0, e + 1);
+}
+std::string strip_nl(const std::string& s) { return rstrip_nl(lstrip_nl(s)); }
+// s.split(sep)[0] and s.split(sep)[-1]
+std::string split_first(const std::string& s, const std::string& sep) {
+  const size_t p = s.find(sep);
+  return p == std::string::npos ? s : s.substr(0, p);
+}
+std::string split_last(const std::string& s, const std::string& sep) {
+  const size_t p = s.rfind(sep);
+  return p == std::string::npos ? s : s.substr(p + sep.size());
+}
+bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+bool ends_with(const std::string& s, const std::string& p) {
+  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
+}
+
+// Jinja |string of a JSON scalar (Python str()).
+std::string py_str(const Json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
+  if (v.is_null()) return "None";
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 1e16) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.1f", d);
+      return buf;
+    }
+  }
+  return v.dump();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Renderers. Each follows its template top to bottom; comments quote the template's branches.
+
+class Renderer {
+ public:
+  Renderer(const ChatRequest& r, ChatPrompt& p) : req(r), msgs(r.messages), out(p) {
+    out.text.clear();
+    out.message_offsets.assign(msgs.size(), 0);
+    out.roles.clear();
+    for (const auto& m : msgs) out.roles.push_back(m.role);
+  }
+
+  void chatml() {
+    for (size_t i = 0; i < msgs.size(); ++i) {
+      mark(i);
+      emit("<|im_start|>" + msgs[i].role + "\n" + string_content(msgs[i], "ChatML") + "<|im_end|>\n");
+    }
+    generation_prompt(false);
+  }
+
+  void qwen3() {
+    const bool tools = !req.tools.empty();
+    const bool first_system = !msgs.empty() && msgs[0].role == "system";
+    if (tools) {
+      emit("<|im_start|>system\n");
+      if (first_system) emit(string_content(msgs[0], "Qwen3") + "\n\n");
+      emit("# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with "
+           "function signatures within <tools></tools> XML tags:\n<tools>");
+      for (const auto& t : req.tools) emit("\n" + to_json_text(t));
+      emit("\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
+           "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+           "<args-json-object>}\n</tool_call><|im_end|>\n");
+    } else if (first_system) {
+      emit("<|im_start|>system\n" + string_content(msgs[0], "Qwen3") + "<|im_end|>\n");
+    }
+    // The last user message that is not a wrapped tool response.
+    bool multi_step_tool = true;
+    int64_t last_query_index = static_cast<int64_t>(msgs.size()) - 1;
+    for (int64_t i = last_query_index; i >= 0; --i) {
+      const auto& m = msgs[i];
+      if (multi_step_tool && m.role == "user") {
+        const std::string c = string_content(m, "Qwen3");
+        if (!(starts_with(c, "<tool_response>") && ends_with(c, "</tool_response>"))) {
+          multi_step_tool = false;
+          last_query_index = i;
+        }
+      }
+    }
+    for (size_t i = 0; i < msgs.size(); ++i) {
+      const auto& m = msgs[i];
+      const bool first = i == 0, last = i + 1 == msgs.size();
+      if (!(first && m.role == "system")) mark(i);
+      if (m.role == "user" || (m.role == "system" && !first)) {
+        emit("<|im_start|>" + m.role + "\n" + string_content(m, "Qwen3") + "<|im_end|>\n");
+      } else if (m.role == "assistant") {
+        const std::string original = string_content(m, "Qwen3");
+        std::string content = original, reasoning;
+        if (m.reasoning_content) {
+          reasoning = *m.reasoning_content;
+        } else if (has(original, "</think>")) {
+          content = lstrip_nl(split_last(original, "</think>"));
+          reasoning = lstrip_nl(split_last(rstrip_nl(split_first(original, "</think>")), "<think>"));
+        }
+        if (static_cast<int64_t>(i) > last_query_index && (last || !reasoning.empty())) {
+          emit("<|im_start|>" + m.role + "\n<think>\n" + strip_nl(reasoning) + "\n</think>\n\n" + lstrip_nl(content));
+        } else {
+          emit("<|im_start|>" + m.role + "\n" + content);
+        }
+        for (size_t k = 0; k < m.tool_calls.size(); ++k) {
+          const auto& tc = m.tool_calls[k];
+          if ((k == 0 && !content.empty()) || k > 0) emit("\n");
+          emit("<tool_call>\n{\"name\": \"" + tc.name + "\", \"arguments\": ");
+          emit(tc.arguments.is_string() ? tc.arguments.get<std::string>() : to_json_text(tc.arguments));
+          emit("}\n</tool_call>");
+        }
+        emit("<|im_end|>\n");
+      } else if (m.role == "tool") {
+        if (first || msgs[i - 1].role != "tool") emit("<|im_start|>user");
+        emit("\n<tool_response>\n" + string_content(m, "Qwen3") + "\n</tool_response>");
+        if (last || msgs[i + 1].role != "tool") emit("<|im_end|>\n");
+      }
+      // Other roles render nothing in this template.
+    }
+    generation_prompt(false);
+  }
+
+  void qwen35() {
+    if (msgs.empty()) fail("No messages provided.");
+    const bool first_system = msgs[0].role == "system";
+    if (!req.tools.empty()) {
+      emit("<|im_start|>system\n# Tools\n\nYou have access to the following functions:\n\n<tools>");
+      for (const auto& t : req.tools) emit("\n" + to_json_text(t));
+      emit("\n</tools>");
+      emit("\n\nIf you choose to call a function ONLY reply in the following format with NO suffix:\n\n<tool_call>\n"
+           "<function=example_function_name>\n<parameter=example_parameter_1>\nvalue_1\n</parameter>\n"
+           "<parameter=example_parameter_2>\nThis is the value for the second parameter\nthat can span\nmultiple "
+           "lines\n</parameter>\n</function>\n</tool_call>\n\n<IMPORTANT>\nReminder:\n- Function calls MUST follow "
+           "the specified format: an inner <function=...></function> block must be nested within "
+           "<tool_call></tool_call> XML tags\n- Required parameters MUST be specified\n- You may provide optional "
+           "reasoning for your function call in natural language BEFORE the function call, but NOT after\n- If "
+           "there is no function call available, answer the question like normal with your current knowledge and "
+           "do not tell the user about function calls\n</IMPORTANT>");
+      if (first_system) {
+        const std::string c = trim(render_content(msgs[0], false, true));
+        if (!c.empty()) emit("\n\n" + c);
+      }
+      emit("<|im_end|>\n");
+    } else if (first_system) {
+      emit("<|im_start|>system\n" + trim(render_content(msgs[0], false, true)) + "<|im_end|>\n");
+    }
+    bool multi_step_tool = true;
+    int64_t last_query_index = static_cast<int64_t>(msgs.size()) - 1;
+    for (int64_t i = last_query_index; i >= 0; --i) {
+      if (multi_step_tool && msgs[i].role == "user") {
+        const std::string c = trim(render_content(msgs[i], false, false));
+        if (!(starts_with(c, "<tool_response>") && ends_with(c, "</tool_response>"))) {
+          multi_step_tool = false;
+          last_query_index = i;
+        }
+      }
+    }
+    if (multi_step_tool) fail("No user query found in messages.");
+
+    for (size_t i = 0; i < msgs.size(); ++i) {
+      const auto& m = msgs[i];
+      const bool first = i == 0, last = i + 1 == msgs.size();
+      if (!(first && m.role == "system")) mark(i);
+      std::string content = trim(render_content(m, true, false));
+      if (m.role == "system") {
+        if (!first) fail("System message must be at the beginning.");
+      } else if (m.role == "user") {
+        emit("<|im_start|>" + m.role + "\n" + content + "<|im_end|>\n");
+      } else if (m.role == "assistant") {
+        std::string reasoning;
+        if (m.reasoning_content) {
+          reasoning = *m.reasoning_content;
+        } else if (has(content, "</think>")) {
+          reasoning = lstrip_nl(split_last(rstrip_nl(split_first(content, "</think>")), "<think>"));
+          content = lstrip_nl(split_last(content, "</think>"));
+        }
+        reasoning = trim(reasoning);
+        if (static_cast<int64_t>(i) > last_query_index && !reasoning.empty()) {
+          emit("<|im_start|>" + m.role + "\n<think>\n" + reasoning + "\n</think>\n\n" + content);
+        } else {
+          emit("<|im_start|>" + m.role + "\n" + content);
+        }
+        for (size_t k = 0; k < m.tool_calls.size(); ++k) {
+          const auto& tc = m.tool_calls[k];
+          if (k == 0) emit(trim(content).empty() ? "<tool_call>\n<function=" : "\n\n<tool_call>\n<function=");
+          else emit("\n<tool_call>\n<function=");
+          emit(tc.name + ">\n");
+          if (!tc.arguments.is_null()) {
+            if (!tc.arguments.is_object())
+              fail("Qwen3.5 template: tool call '" + tc.name + "' arguments must be a JSON object (|items)");
+            for (const auto& [name, value] : tc.arguments.items()) {
+              emit("<parameter=" + name + ">\n");
+              emit(value.is_object() || value.is_array() ? to_json_text(value) : py_str(value));
+              emit("\n</parameter>\n");
+            }
+          }
+          emit("</function>\n</tool_call>");
+        }
+        emit("<|im_end|>\n");
+      } else if (m.role == "tool") {
+        if (!first && msgs[i - 1].role != "tool") emit("<|im_start|>user");
+        emit("\n<tool_response>\n" + content + "\n</tool_response>");
+        if ((!last && msgs[i + 1].role != "tool") || last) emit("<|im_end|>\n");
+      } else {
+        fail("Unexpected message role.");
+      }
+    }
+    generation_prompt(true);
+  }
+
+ private:
+  void emit(const std::string& s) { out.text += s; }
+  void mark(size_t i) { out.message_offsets[i] = out.text.size(); }
+
+  void generation_prompt(bool open_think) {
+    if (!req.add_generation_prompt) return;
+    emit("<|im_start|>assistant\n");
+    if (req.enable_thinking && !*req.enable_thinking) emit("<think>\n\n</think>\n\n");
+    else if (open_think) emit("<think>\n");
+  }
+
+  // Templates that concatenate message.content need a string.
+  std::string string_content(const ChatMessage& m, const char* family) const {
+    if (m.content_is_parts)
+      fail(std::string(family) + " template: message content must be a string (content parts such as images "
+                                 "need the Qwen3.5 template)");
+    return m.content;
+  }
+
+  // Qwen3.5's render_content macro.
+  std::string render_content(const ChatMessage& m, bool do_vision_count, bool is_system) {
+    if (!m.content_is_parts) return m.content;  // string, or '' for none
+    std::string s;
+    for (const auto& p : m.parts) {
+      switch (p.kind) {
+        case ChatContentPart::Kind::Image:
+          if (is_system) fail("System message cannot contain images.");
+          if (do_vision_count) ++image_count;
+          if (req.add_vision_id) s += "Picture " + std::to_string(image_count) + ": ";
+          s += "<|vision_start|><|image_pad|><|vision_end|>";
+          break;
+        case ChatContentPart::Kind::Video:
+          if (is_system) fail("System message cannot contain videos.");
+          if (do_vision_count) ++video_count;
+          if (req.add_vision_id) s += "Video " + std::to_string(video_count) + ": ";
+          s += "<|vision_start|><|video_pad|><|vision_end|>";
+          break;
+        case ChatContentPart::Kind::Text:
+          s += p.text;
+          break;
+      }
+    }
+    return s;
+  }
+
+  const ChatRequest& req;
+  const std::vector<ChatMessage>& msgs;
+  ChatPrompt& out;
+  int image_count = 0, video_count = 0;
+};
+
+void to_json_text_impl(const Json& j, std::string& out) {
+  if (j.is_object()) {
+    out += '{';
+    bool first = true;
+    for (const auto& [k, v] : j.items()) {
+      if (!first) out += ", ";
+      first = false;
+      out += Json(k).dump(-1, ' ', false, Json::error_handler_t::replace);
+      out += ": ";
+      to_json_text_impl(v, out);
+    }
+    out += '}';
+  } else if (j.is_array()) {
+    out += '[';
+    for (size_t i = 0; i < j.size(); ++i) {
+      if (i) out += ", ";
+      to_json_text_impl(j[i], out);
+    }
+    out += ']';
+  } else {
+    out += j.dump(-1, ' ', false, Json::error_handler_t::replace);
+  }
+}
+
+}  // namespace
+
+std::string to_json_text(const Json& j) {
+  std::string out;
+  to_json_text_impl(j, out);
+  return out;
+}
+
+const char* chat_template_family_name(ChatTemplateFamily f) {
+  switch (f) {
+    case ChatTemplateFamily::ChatML: return "chatml";
+    case ChatTemplateFamily::Qwen3: return "qwen3";
+    case ChatTemplateFamily::Qwen35: return "qwen3.5";
+  }
+  return "?";
+}
+
+ChatTemplate ChatTemplate::from_gguf_template(const std::string& src) {
+  if (src.empty())
+    fail("the model has no chat template (tokenizer.chat_template is missing); use a plain prompt (-p) instead");
+  const uint64_t fp = template_fingerprint(src);
+  for (const auto& k : kKnown)
+    if (k.fingerprint == fp) return ChatTemplate(k.family);
+
+  // Not one of the exact templates: accept the families by their unmistakable markers, and say so.
+  ChatTemplate t(ChatTemplateFamily::ChatML);
+  t.exact_ = false;
+  if (has(src, "render_content") && has(src, "<|vision_start|><|image_pad|><|vision_end|>") &&
+      has(src, "<function=") && has(src, "<parameter=") && has(src, "last_query_index")) {
+    t.family_ = ChatTemplateFamily::Qwen35;
+  } else if (has(src, "<tool_call>") && has(src, "last_query_index") && has(src, "reasoning_content") &&
+             has(src, "<tool_response>") && !has(src, "<function=")) {
+    t.family_ = ChatTemplateFamily::Qwen3;
+  } else {
+    std::string head = src.substr(0, 120);
+    std::replace(head.begin(), head.end(), '\n', ' ');
+    fail("unrecognized chat template (" + std::to_string(src.size()) + " bytes, starting \"" + head +
+         "...\"); Tandem renders the ChatML, Qwen3 and Qwen3.5 template families natively and does not guess "
+         "others");
+  }
+  t.note_ = std::string("chat template is not byte-identical to a tested ") + chat_template_family_name(t.family_) +
+            " template; rendering it as that family (check the output if the model's template was customized)";
+  return t;
+}
+
+ChatPrompt ChatTemplate::render(const ChatRequest& req) const {
+  ChatPrompt p;
+  Renderer r(req, p);
+  switch (family_) {
+    case ChatTemplateFamily::ChatML: r.chatml(); break;
+    case ChatTemplateFamily::Qwen3: r.qwen3(); break;
+    case ChatTemplateFamily::Qwen35: r.qwen35(); break;
+  }
+  return p;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request parsing.
+
+ChatRequest ChatRequest::from_json(const Json& j) {
+  ChatRequest r;
+  const Json* msgs = &j;
+  if (j.is_object()) {
+    if (!j.contains("messages")) fail("chat request: missing \"messages\"");
+    msgs = &j["messages"];
+    if (j.contains("tools") && !j["tools"].is_null()) {
+      if (!j["tools"].is_array()) fail("chat request: \"tools\" must be an array");
+      r.tools = j["tools"];
+    }
+    if (j.contains("add_generation_prompt")) {
+      if (!j["add_generation_prompt"].is_boolean()) fail("chat request: \"add_generation_prompt\" must be a boolean");
+      r.add_generation_prompt = j["add_generation_prompt"].get<bool>();
+    }
+    if (j.contains("enable_thinking") && !j["enable_thinking"].is_null()) {
+      if (!j["enable_thinking"].is_boolean()) fail("chat request: \"enable_thinking\" must be a boolean");
+      r.enable_thinking = j["enable_thinking"].get<bool>();
+    }
+    if (j.contains("add_vision_id") && j["add_vision_id"].is_boolean()) r.add_vision_id = j["add_vision_id"].get<bool>();
+  }
+  if (!msgs->is_array()) fail("chat request: \"messages\" must be an array");
+  for (size_t i = 0; i < msgs->size(); ++i) {
+    const Json& m = (*msgs)[i];
+    const std::string where = "chat request: messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) fail(where + " is not an object");
+    ChatMessage cm;
+    if (!m.contains("role") || !m["role"].is_string()) fail(where + ": missing string \"role\"");
+    cm.role = m["role"].get<std::string>();
+    const Json content = m.contains("content") ? m["content"] : Json();
+    if (content.is_string()) {
+      cm.content = content.get<std::string>();
+    } else if (content.is_null()) {
+      cm.content_is_null = true;
+    } else if (content.is_array()) {
+      cm.content_is_parts = true;
+      for (const auto& part : content) {
+        if (!part.is_object()) fail(where + ": content parts must be objects");
+        const std::string type = part.contains("type") && part["type"].is_string() ? part["type"].get<std::string>() : "";
+        ChatContentPart p;
+        // The same tests as the Qwen3.5 template, in its order.
+        if (part.contains("image") || part.contains("image_url") || type == "image") {
+          p.kind = ChatContentPart::Kind::Image;
+        } else if (part.contains("video") || type == "video") {
+          p.kind = ChatContentPart::Kind::Video;
+        } else if (part.contains("text")) {
+          if (!part["text"].is_string()) fail(where + ": content part \"text\" must be a string");
+          p.text = part["text"].get<std::string>();
+        } else {
+          fail("Unexpected item type in content.");
+        }
+        cm.parts.push_back(std::move(p));
+      }
+    } else {
+      fail(where + ": \"content\" must be a string, an array of parts or null");
+    }
+    if (m.contains("reasoning_content") && m["reasoning_content"].is_string())
+      cm.reasoning_content = m["reasoning_content"].get<std::string>();
+    if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {
+      if (!m["tool_calls"].is_array()) fail(where + ": \"tool_calls\" must be an array");
+      for (const auto& tc : m["tool_calls"]) {
+        const Json& f = tc.is_object() && tc.contains("function") ? tc["function"] : tc;
+        if (!f.is_object() || !f.contains("name") || !f["name"].is_string())
+          fail(where + ": tool call without a string \"name\"");
+        ChatToolCall call;
+        call.name = f["name"].get<std::string>();
+        if (f.contains("arguments")) call.arguments = f["arguments"];
+        cm.tool_calls.push_back(std::move(call));
+      }
+    }
+    r.messages.push_back(std::move(cm));
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tokens.
+
+int32_t ChatTokens::last_user_start() const {
+  for (size_t i = roles.size(); i-- > 0;)
+    if (roles[i] == "user") return message_starts[i];
+  return -1;
+}
+
+ChatTokens tokenize_chat(const Tokenizer& tok, const ChatPrompt& prompt) {
+  ChatTokens t;
+  std::vector<uint32_t> offsets;
+  tok.encode(prompt.text, t.ids, EncodeOptions{true}, &offsets);
+  t.roles = prompt.roles;
+  for (size_t off : prompt.message_offsets) {
+    const auto it = std::lower_bound(offsets.begin(), offsets.end(), static_cast<uint32_t>(off));
+    t.message_starts.push_back(static_cast<int32_t>(it - offsets.begin()));
+  }
+  return t;
+}
+
+}  // namespace tandem::text

@@ -10,16 +10,17 @@ void delta_rule_recurrent(const DeltaRuleInput& in, float* state, float* snapsho
   const int d = in.d;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   const int64_t sf = in.state_floats();
-  for (int64_t t = 0; t < in.T; ++t) {
-    for (int h = 0; h < in.H_v; ++h) {
-      const int kh = h % in.H_k;
+  // Head-outer: a head's d x d state stays in cache for all its tokens.
+  for (int h = in.h_begin; h < in.head_end(); ++h) {
+    const int kh = h % in.H_k;
+    float* S = state + static_cast<int64_t>(h) * d * d;
+    for (int64_t t = 0; t < in.T; ++t) {
       const float* q = in.q + t * in.ldqk + kh * d;
       const float* k = in.k + t * in.ldqk + kh * d;
       const float* v = in.v + t * in.ldv + h * d;
       const float decay = std::exp(in.g[t * in.H_v + h]);
       const float beta = in.beta[t * in.H_v + h];
       float* o = in.out + t * in.ldo + h * d;
-      float* S = state + static_cast<int64_t>(h) * d * d;
       for (int j = 0; j < d; ++j) {
         float* row = S + static_cast<int64_t>(j) * d;  // S[.][j] over the key index
         float kv = 0.0f;
@@ -35,8 +36,10 @@ void delta_rule_recurrent(const DeltaRuleInput& in, float* state, float* snapsho
         }
         o[j] = qs * scale;
       }
+      if (snapshots && t >= snapshot_from)
+        std::memcpy(snapshots + (t - snapshot_from) * sf + static_cast<int64_t>(h) * d * d, S,
+                    static_cast<size_t>(d) * d * sizeof(float));
     }
-    if (snapshots && t >= snapshot_from) std::memcpy(snapshots + (t - snapshot_from) * sf, state, sf * sizeof(float));
   }
 }
 
@@ -170,23 +173,26 @@ void delta_rule_chunked(const DeltaRuleInput& in, float* state, ScratchBuffer& s
   w.qs = w.Vn + C * d;
 
   const int64_t sf = in.state_floats();
-  int next_cut = 0;
-  auto emit_cuts_at = [&](int64_t pos) {
-    while (next_cut < n_cuts && cuts[next_cut] == pos) {
-      std::memcpy(cut_states + next_cut * sf, state, sf * sizeof(float));
-      ++next_cut;
+  const int64_t hf = static_cast<int64_t>(d) * d;
+  for (int h = in.h_begin; h < in.head_end(); ++h) {
+    float* S = state + h * hf;
+    int next_cut = 0;
+    auto emit_cuts_at = [&](int64_t pos) {
+      while (next_cut < n_cuts && cuts[next_cut] == pos) {
+        std::memcpy(cut_states + next_cut * sf + h * hf, S, hf * sizeof(float));
+        ++next_cut;
+      }
+    };
+    emit_cuts_at(0);
+    int64_t t0 = 0;
+    while (t0 < in.T) {
+      // Chunks restart at each cut so that the state at the cut exists between chunks.
+      int64_t end = std::min<int64_t>(in.T, t0 + C);
+      if (next_cut < n_cuts && cuts[next_cut] > t0 && cuts[next_cut] < end) end = cuts[next_cut];
+      chunk_head(in, h, t0, static_cast<int>(end - t0), S, w);
+      t0 = end;
+      emit_cuts_at(t0);
     }
-  };
-  emit_cuts_at(0);
-  int64_t t0 = 0;
-  while (t0 < in.T) {
-    // Chunks restart at each cut so that the state at the cut exists between chunks.
-    int64_t end = std::min<int64_t>(in.T, t0 + C);
-    if (next_cut < n_cuts && cuts[next_cut] > t0 && cuts[next_cut] < end) end = cuts[next_cut];
-    const int n = static_cast<int>(end - t0);
-    for (int h = 0; h < in.H_v; ++h) chunk_head(in, h, t0, n, state + static_cast<int64_t>(h) * d * d, w);
-    t0 = end;
-    emit_cuts_at(t0);
   }
 }
 

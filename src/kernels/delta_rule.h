@@ -34,12 +34,16 @@ struct DeltaRuleInput {
   const float* beta = nullptr;  // T rows of H_v write strengths
   float* out = nullptr;         // T rows, row stride ldo, H_v heads of d
   int64_t ldo = 0;
+  int h_begin = 0, h_end = -1;  // value heads to process ([0, H_v) by default): heads are independent
+
+  int head_end() const { return h_end < 0 ? H_v : h_end; }
 
   int64_t state_floats() const { return static_cast<int64_t>(H_v) * d * d; }
 };
 
 // Per-token recurrence. Updates state in place. If snapshots is non-null, the state
-// after each token t >= snapshot_from is copied to snapshots + (t - snapshot_from) * state_floats.
+// after each token t >= snapshot_from is copied to snapshots + (t - snapshot_from) * state_floats
+// (only the processed heads' part of each snapshot is written).
 void delta_rule_recurrent(const DeltaRuleInput& in, float* state, float* snapshots = nullptr,
                           int64_t snapshot_from = 0);
 

@@ -3,7 +3,15 @@
 // A weight is stored as ggml does: `rows` rows of `cols` elements, each row
 // block-quantized. Activations are T token rows of `cols` floats; the result is T
 // rows of `rows` floats: Y[t][o] = W[o] · X[t]. Each activation row is first
-// converted to the weight's vec_dot_type, exactly as ggml-cpu does.
+// converted to the weight's vec_dot_type, exactly as ggml-cpu does, so every tier
+// computes the same integer block sums (only float accumulation order differs).
+//
+// Paths (chosen per call from the active CPU tier and the weight type):
+//  * T = 1 .. 8: every weight row is unpacked once and applied to all T columns
+//    (decode GEMV and the column-shared product for speculative verification);
+//  * T > 8: the same row kernels over groups of 8 columns, rows split in tasks small
+//    enough that a task's weight rows stay in cache across column groups;
+//  * types or tiers without a SIMD kernel: the scalar reference, still threaded.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +19,7 @@
 
 #include "gguf/ggml_type.h"
 #include "runtime/scratch.h"
+#include "runtime/thread_pool.h"
 
 namespace tandem::kernels {
 
@@ -24,11 +33,20 @@ struct WeightMatrix {
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_stride; }
 };
 
+// Threads and buffers the kernels use (one per model; not shared between concurrent calls).
+struct KernelContext {
+  ThreadPool* pool = nullptr;  // null: run on the calling thread
+  ScratchBuffer acts;          // converted activations
+  ScratchBuffer ptrs;          // per-column views into acts
+};
+
 // Y[t*ldy + o] = sum_i W[o][i] * X[t*ldx + i] for t < T, o < W.rows.
-void matmul(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy,
-            ScratchBuffer& scratch);
+void matmul(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy, KernelContext& ctx);
 
 // The plain scalar reference of matmul (one vec_dot_ref per output), for tests.
 void matmul_ref(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy);
+
+// Whether the active tier has a SIMD kernel for this weight type (for benchmarks/reports).
+bool matmul_has_fast_kernel(GgmlType t);
 
 }  // namespace tandem::kernels

@@ -31,7 +31,8 @@ struct Qwen35Model::Workspace {
   std::vector<float> conv_tmp;
   std::vector<float> rope_cs;
   std::vector<int64_t> ends;         // segment ends of the delta rule
-  ScratchBuffer scratch;              // matmul activations, delta-rule chunks, attention scores
+  KernelContext kc;                   // matmul threads and converted activations
+  std::unique_ptr<ScratchBuffer[]> per_thread;  // delta-rule chunks, attention scores
 };
 
 namespace {
@@ -46,12 +47,15 @@ T* sized(std::vector<T>& v, size_t n) {
 
 Qwen35Model::~Qwen35Model() = default;
 
-std::unique_ptr<Qwen35Model> Qwen35Model::load(const std::string& path) {
+std::unique_ptr<Qwen35Model> Qwen35Model::load(const std::string& path, int n_threads) {
   std::unique_ptr<Qwen35Model> m(new Qwen35Model());
   m->file_ = GgufFile::open(path);
   m->hp_ = Qwen35HParams::from_gguf(*m->file_);
   m->w_ = Qwen35Weights::load(*m->file_, m->hp_);
+  m->pool_ = std::make_unique<ThreadPool>(n_threads);
   m->ws_ = std::make_unique<Workspace>();
+  m->ws_->kc.pool = m->pool_.get();
+  m->ws_->per_thread.reset(new ScratchBuffer[static_cast<size_t>(m->pool_->size())]);
   return m;
 }
 
@@ -134,7 +138,7 @@ void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, co
   const int64_t rows = T - first;
   for (int64_t t = first; t < T; ++t) out.logit_positions.push_back(pos0 + t);
   out.logits.resize(static_cast<size_t>(rows * hp_.n_vocab));
-  matmul(w_.output, hn + first * n_embd, n_embd, rows, out.logits.data(), hp_.n_vocab, ws.scratch);
+  matmul(w_.output, hn + first * n_embd, n_embd, rows, out.logits.data(), hp_.n_vocab, ws.kc);
 }
 
 // Gated DeltaNet mixer (spec §4.3): reads ws.cur, writes ws.m.
@@ -151,10 +155,10 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
   float* z = sized(ws.z, T * vdim);
   float* beta = sized(ws.beta, T * H_v);
   float* gdec = sized(ws.g, T * H_v);
-  matmul(L.attn_qkv, cur, n_embd, T, mixed, conv_dim, ws.scratch);
-  matmul(L.attn_gate, cur, n_embd, T, z, vdim, ws.scratch);
-  matmul(L.ssm_beta, cur, n_embd, T, beta, H_v, ws.scratch);
-  matmul(L.ssm_alpha, cur, n_embd, T, gdec, H_v, ws.scratch);
+  matmul(L.attn_qkv, cur, n_embd, T, mixed, conv_dim, ws.kc);
+  matmul(L.attn_gate, cur, n_embd, T, z, vdim, ws.kc);
+  matmul(L.ssm_beta, cur, n_embd, T, beta, H_v, ws.kc);
+  matmul(L.ssm_alpha, cur, n_embd, T, gdec, H_v, ws.kc);
   for (int64_t t = 0; t < T; ++t)
     for (int h = 0; h < H_v; ++h) {
       float& b = beta[t * H_v + h];
@@ -228,11 +232,22 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
       const int64_t snap_from = std::max<int64_t>(T - K_rb, s) - s;  // first token whose state we keep
       const bool snap = K_rb > 0 && snap_from < in.T;
       float* snaps = snap ? sized(ws.snapshots, static_cast<size_t>((in.T - snap_from) * sf)) : nullptr;
-      delta_rule_recurrent(in, ssm, snaps, snap_from);
+      // Value heads are independent: one task per head.
+      pool_->parallel_for(H_v, [&](int64_t h, int) {
+        DeltaRuleInput one = in;
+        one.h_begin = static_cast<int>(h);
+        one.h_end = static_cast<int>(h) + 1;
+        delta_rule_recurrent(one, ssm, snaps, snap_from);
+      });
       if (snap)
         for (int64_t t = snap_from; t < in.T; ++t) save_rollback(s + t + 1, snaps + (t - snap_from) * sf);
     } else {
-      delta_rule_chunked(in, ssm, ws.scratch);
+      pool_->parallel_for(H_v, [&](int64_t h, int thread) {
+        DeltaRuleInput one = in;
+        one.h_begin = static_cast<int>(h);
+        one.h_end = static_cast<int>(h) + 1;
+        delta_rule_chunked(one, ssm, ws.per_thread[thread]);
+      });
       save_rollback(e, ssm);
     }
     while (next_cut < rel_cuts.size() && rel_cuts[next_cut] == e) {
@@ -250,7 +265,7 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
       rms_norm(oh, L.ssm_norm.data(), oh, d, hp_.rms_eps);
       for (int j = 0; j < d; ++j) oh[j] *= silu(zh[j]);
     }
-  matmul(L.ssm_out, o, vdim, T, sized(ws.m, T * n_embd), n_embd, ws.scratch);
+  matmul(L.ssm_out, o, vdim, T, sized(ws.m, T * n_embd), n_embd, ws.kc);
 }
 
 // Gated full attention (spec §4.4): reads ws.cur, writes ws.m, appends to the KV cache.
@@ -263,9 +278,9 @@ void Qwen35Model::attention_layer(int il, int a, SequenceState& st, int64_t T) {
   float* qg = sized(ws.qg, T * qdim);
   float* k = sized(ws.k, T * kvd);
   float* v = sized(ws.v, T * kvd);
-  matmul(L.attn_q, cur, n_embd, T, qg, qdim, ws.scratch);
-  matmul(L.attn_k, cur, n_embd, T, k, kvd, ws.scratch);
-  matmul(L.attn_v, cur, n_embd, T, v, kvd, ws.scratch);
+  matmul(L.attn_q, cur, n_embd, T, qg, qdim, ws.kc);
+  matmul(L.attn_k, cur, n_embd, T, k, kvd, ws.kc);
+  matmul(L.attn_v, cur, n_embd, T, v, kvd, ws.kc);
 
   // q/k head norms, RoPE, and the new K/V rows into the cache. The query of head h
   // is qg[h*2*hd, +hd); its output gate follows it.
@@ -292,8 +307,9 @@ void Qwen35Model::attention_layer(int il, int a, SequenceState& st, int64_t T) {
   // attended on its own, against the KV head of its group.
   float* o = sized(ws.o, T * nh * hd);
   const int group = nh / nkv;
-  for (int64_t t = 0; t < T; ++t)
-    for (int h = 0; h < nh; ++h) {
+  pool_->parallel_for(T * nh, [&](int64_t task, int thread) {
+      const int64_t t = task / nh;
+      const int h = static_cast<int>(task % nh);
       AttentionInput in;
       in.n_head = 1;
       in.n_head_kv = 1;
@@ -308,8 +324,8 @@ void Qwen35Model::attention_layer(int il, int a, SequenceState& st, int64_t T) {
       in.kv_stride = kvd;
       in.out = o + t * nh * hd + static_cast<int64_t>(h) * hd;
       in.ldo = nh * hd;
-      attention_causal(in, ws.scratch);
-    }
+      attention_causal(in, ws.per_thread[thread]);
+  });
   // Output gate.
   for (int64_t t = 0; t < T; ++t)
     for (int h = 0; h < nh; ++h) {
@@ -317,7 +333,7 @@ void Qwen35Model::attention_layer(int il, int a, SequenceState& st, int64_t T) {
       const float* gate = qg + t * qdim + static_cast<int64_t>(h) * 2 * hd + hd;
       for (int j = 0; j < hd; ++j) oh[j] *= sigmoid(gate[j]);
     }
-  matmul(L.attn_output, o, nh * hd, T, sized(ws.m, T * n_embd), n_embd, ws.scratch);
+  matmul(L.attn_output, o, nh * hd, T, sized(ws.m, T * n_embd), n_embd, ws.kc);
 }
 
 // SwiGLU FFN on the post-attention norm of the residual stream; adds into ws.x.
@@ -330,11 +346,11 @@ void Qwen35Model::ffn(const Qwen35LayerWeights& L, int64_t T) {
     rms_norm(x + t * n_embd, L.post_attention_norm.data(), cur + t * n_embd, n_embd, hp_.rms_eps);
   float* gt = sized(ws.ff_gate, T * n_ff);
   float* up = sized(ws.ff_up, T * n_ff);
-  matmul(L.ffn_gate, cur, n_embd, T, gt, n_ff, ws.scratch);
-  matmul(L.ffn_up, cur, n_embd, T, up, n_ff, ws.scratch);
+  matmul(L.ffn_gate, cur, n_embd, T, gt, n_ff, ws.kc);
+  matmul(L.ffn_up, cur, n_embd, T, up, n_ff, ws.kc);
   for (int64_t i = 0; i < T * n_ff; ++i) gt[i] = silu(gt[i]) * up[i];
   float* m = sized(ws.m, T * n_embd);
-  matmul(L.ffn_down, gt, n_ff, T, m, n_embd, ws.scratch);
+  matmul(L.ffn_down, gt, n_ff, T, m, n_embd, ws.kc);
   for (int64_t i = 0; i < T * n_embd; ++i) x[i] += m[i];
 }
 

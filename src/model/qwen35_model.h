@@ -15,6 +15,7 @@
 #include "model/qwen35_weights.h"
 #include "model/sequence_state.h"
 #include "runtime/scratch.h"
+#include "runtime/thread_pool.h"
 
 namespace tandem {
 
@@ -50,12 +51,14 @@ struct ForwardOutput {
 class Qwen35Model {
  public:
   // Opens, validates and binds a qwen35 GGUF. Throws GgufError with a clear message.
-  static std::unique_ptr<Qwen35Model> load(const std::string& path);
+  // n_threads <= 0: one compute thread per physical core.
+  static std::unique_ptr<Qwen35Model> load(const std::string& path, int n_threads = 0);
   ~Qwen35Model();
 
   const Qwen35HParams& hparams() const { return hp_; }
   const Qwen35Weights& weights() const { return w_; }
   const GgufFile& file() const { return *file_; }
+  ThreadPool& pool() { return *pool_; }
 
   std::unique_ptr<SequenceState> new_sequence(int64_t n_ctx) const;
 
@@ -76,7 +79,8 @@ class Qwen35Model {
   std::unique_ptr<GgufFile> file_;
   Qwen35HParams hp_;
   Qwen35Weights w_;
-  std::mutex mu_;  // forward() uses the shared workspace below
+  std::mutex mu_;  // forward() uses the shared workspace and pool below
+  std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<Workspace> ws_;
 };
 

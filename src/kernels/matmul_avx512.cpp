@@ -1,0 +1,249 @@
+// Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512vnni -mfma -mf16c (see CMakeLists.txt).
+#include "kernels/matmul_avx512.h"
+
+#include <immintrin.h>
+
+namespace tandem::kernels::avx512 {
+namespace {
+
+inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
+
+template <int NC>
+void q4_0_row(const BlockQ4_0* w, int64_t nb, const Q8PairsView* a, float* out) {
+  __m512 acc[NC];
+  for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const int64_t np = (nb + 1) / 2;
+  for (int64_t p = 0; p < np; ++p) {
+    const BlockQ4_0& b0 = w[2 * p];
+    const bool has1 = 2 * p + 1 < nb;
+    const __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0.qs));
+    const __m128i x1 = has1 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[2 * p + 1].qs)) : _mm_setzero_si128();
+    const float d0 = h2f(b0.d), d1 = has1 ? h2f(w[2 * p + 1].d) : 0.0f;
+    const __m256i y = _mm256_set_m128i(x1, x0);
+    // [b0 lo, b1 lo, b0 hi, b1 hi]: the packed activation order.
+    const __m512i z = _mm512_and_si512(
+        _mm512_inserti64x4(_mm512_castsi256_si512(y), _mm256_srli_epi16(y, 4), 1), m4);
+    const __m512 dw = _mm512_mask_blend_ps(0xF0F0, _mm512_set1_ps(d0), _mm512_set1_ps(d1));
+    for (int c = 0; c < NC; ++c) {
+      const __m512i corr = _mm512_load_si512(a[c].corr + 16 * p);
+      const __m512i dot = _mm512_dpbusd_epi32(corr, z, _mm512_load_si512(a[c].codes + 64 * p));
+      const __m512 sc = _mm512_mul_ps(dw, _mm512_load_ps(a[c].scale + 16 * p));
+      acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), sc, acc[c]);
+    }
+  }
+  for (int c = 0; c < NC; ++c) out[c] = _mm512_reduce_add_ps(acc[c]);
+}
+
+template <int NC>
+void q8_0_row(const BlockQ8_0* w, int64_t nb, const Q8PairsView* a, float* out) {
+  __m512 acc[NC];
+  for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
+  const __m512i ones = _mm512_set1_epi8(1);
+  const int64_t np = (nb + 1) / 2;
+  for (int64_t p = 0; p < np; ++p) {
+    const BlockQ8_0& b0 = w[2 * p];
+    const bool has1 = 2 * p + 1 < nb;
+    const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0.qs));
+    const __m256i w1 = has1 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[2 * p + 1].qs))
+                            : _mm256_setzero_si256();
+    const __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(w0), w1, 1);
+    // Activations carry +128 (VNNI wants one unsigned operand): subtract 128 * sum(w) exactly.
+    const __m512i sw = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, z);
+    const __m512i corr = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sw, 7));
+    const float d0 = h2f(b0.d), d1 = has1 ? h2f(w[2 * p + 1].d) : 0.0f;
+    const __m512 dw = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(d0), _mm512_set1_ps(d1));
+    for (int c = 0; c < NC; ++c) {
+      const __m512i dot = _mm512_dpbusd_epi32(corr, _mm512_load_si512(a[c].codes + 64 * p), z);
+      const __m512 sc = _mm512_mul_ps(dw, _mm512_load_ps(a[c].scale + 16 * p));
+      acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), sc, acc[c]);
+    }
+  }
+  for (int c = 0; c < NC; ++c) out[c] = _mm512_reduce_add_ps(acc[c]);
+}
+
+inline void scale_min_k4(int j, const uint8_t* q, int* d, int* m) {
+  if (j < 4) {
+    *d = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *d = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+template <int NC>
+void q4_K_row(const BlockQ4_K* w, int64_t nb, const BlockQ8_K* const* a, float* out) {
+  __m512 acc[NC];
+  float acc_min[NC];
+  for (int c = 0; c < NC; ++c) {
+    acc[c] = _mm512_setzero_ps();
+    acc_min[c] = 0.0f;
+  }
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  for (int64_t i = 0; i < nb; ++i) {
+    const BlockQ4_K& b = w[i];
+    const float d = h2f(b.d), dmin = h2f(b.dmin);
+    int sc[8], mn[8];
+    for (int j = 0; j < 8; ++j) scale_min_k4(j, b.scales, &sc[j], &mn[j]);
+    __m512i q[4], s[4];
+    for (int c4 = 0; c4 < 4; ++c4) {
+      const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * c4));
+      q[c4] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(y, m4)),
+                                 _mm256_and_si256(_mm256_srli_epi16(y, 4), m4), 1);
+      s[c4] = _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32(sc[2 * c4]), _mm512_set1_epi32(sc[2 * c4 + 1]));
+    }
+    for (int c = 0; c < NC; ++c) {
+      const BlockQ8_K& y = a[c][i];
+      __m512i isum = _mm512_setzero_si512();
+      for (int c4 = 0; c4 < 4; ++c4) {
+        const __m512i act = _mm512_loadu_si512(y.qs + 64 * c4);
+        const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[c4], act);
+        isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(dot, s[c4]));
+      }
+      acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(d * y.d), acc[c]);
+      int ms = 0;
+      for (int j = 0; j < 8; ++j) ms += mn[j] * (y.bsums[2 * j] + y.bsums[2 * j + 1]);
+      acc_min[c] += dmin * y.d * static_cast<float>(ms);
+    }
+  }
+  for (int c = 0; c < NC; ++c) out[c] = _mm512_reduce_add_ps(acc[c]) - acc_min[c];
+}
+
+template <int NC>
+void q6_K_row(const BlockQ6_K* w, int64_t nb, const BlockQ8_K* const* a, float* out) {
+  __m512 acc[NC];
+  for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
+  for (int64_t i = 0; i < nb; ++i) {
+    const BlockQ6_K& b = w[i];
+    const float d = h2f(b.d);
+    __m512i q[4], s[4];
+    for (int h = 0; h < 2; ++h) {
+      const __m512i A = _mm512_loadu_si512(b.ql + 64 * h);
+      const __m256i H = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
+      const __m512i h_lo = _mm512_and_si512(
+          _mm512_inserti64x4(_mm512_castsi256_si512(H), _mm256_srli_epi16(H, 2), 1), m2);
+      const __m512i h_hi = _mm512_and_si512(
+          _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_srli_epi16(H, 4)), _mm256_srli_epi16(H, 6), 1), m2);
+      q[2 * h] = _mm512_or_si512(_mm512_and_si512(A, m4), _mm512_slli_epi16(h_lo, 4));
+      q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(A, 4), m4), _mm512_slli_epi16(h_hi, 4));
+    }
+    // Lane k of the zmm covering elements [64g, 64g+64) belongs to sub-block 4g + k/4.
+    const __m128i scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    for (int g = 0; g < 4; ++g) {
+      const __m128i idx = _mm_setr_epi8(4 * g, 4 * g, 4 * g, 4 * g, 4 * g + 1, 4 * g + 1, 4 * g + 1, 4 * g + 1,
+                                        4 * g + 2, 4 * g + 2, 4 * g + 2, 4 * g + 2, 4 * g + 3, 4 * g + 3, 4 * g + 3,
+                                        4 * g + 3);
+      s[g] = _mm512_cvtepi8_epi32(_mm_shuffle_epi8(scales, idx));
+    }
+    const __m256i sc16 = _mm256_cvtepi8_epi16(scales);
+    for (int c = 0; c < NC; ++c) {
+      const BlockQ8_K& y = a[c][i];
+      __m512i isum = _mm512_setzero_si512();
+      for (int g = 0; g < 4; ++g) {
+        const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[g], _mm512_loadu_si512(y.qs + 64 * g));
+        isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(dot, s[g]));
+      }
+      // The stored codes are q + 32: subtract 32 * sum_j scale_j * bsum_j, in integers.
+      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.bsums));
+      const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5);
+      isum = _mm512_sub_epi32(isum, _mm512_zextsi256_si512(corr));
+      acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(d * y.d), acc[c]);
+    }
+  }
+  for (int c = 0; c < NC; ++c) out[c] = _mm512_reduce_add_ps(acc[c]);
+}
+
+template <int NC>
+void f32_row(const float* w, int64_t n, const float* const* a, float* out) {
+  __m512 acc[NC];
+  for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 wv = _mm512_loadu_ps(w + i);
+    for (int c = 0; c < NC; ++c) acc[c] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(a[c] + i), acc[c]);
+  }
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __m512 wv = _mm512_maskz_loadu_ps(m, w + i);
+    for (int c = 0; c < NC; ++c) acc[c] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, a[c] + i), acc[c]);
+  }
+  for (int c = 0; c < NC; ++c) out[c] = _mm512_reduce_add_ps(acc[c]);
+}
+
+template <int NC>
+void f16_row(const uint16_t* w, int64_t n, const uint16_t* const* a, float* out) {
+  __m512 acc[NC];
+  for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 wv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i)));
+    for (int c = 0; c < NC; ++c)
+      acc[c] = _mm512_fmadd_ps(wv, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[c] + i))),
+                               acc[c]);
+  }
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __m512 wv = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, w + i));
+    for (int c = 0; c < NC; ++c)
+      acc[c] = _mm512_fmadd_ps(wv, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, a[c] + i)), acc[c]);
+  }
+  for (int c = 0; c < NC; ++c) out[c] = _mm512_reduce_add_ps(acc[c]);
+}
+
+// Runs row_fn<NC> over rows [r0, r1) with NC = nc chosen at compile time.
+template <template <int> class K, typename W, typename A>
+void rows(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, A a, int nc, float* y, int64_t ldy) {
+  float out[kMaxCols];
+  for (int64_t r = r0; r < r1; ++r) {
+    const W* wr = reinterpret_cast<const W*>(w + static_cast<size_t>(r) * stride);
+    switch (nc) {
+      case 1: K<1>::run(wr, n, a, out); break;
+      case 2: K<2>::run(wr, n, a, out); break;
+      case 3: K<3>::run(wr, n, a, out); break;
+      case 4: K<4>::run(wr, n, a, out); break;
+      case 5: K<5>::run(wr, n, a, out); break;
+      case 6: K<6>::run(wr, n, a, out); break;
+      case 7: K<7>::run(wr, n, a, out); break;
+      default: K<8>::run(wr, n, a, out); break;
+    }
+    for (int c = 0; c < nc; ++c) y[c * ldy + r] = out[c];
+  }
+}
+
+template <int NC> struct Q4_0K { static void run(const BlockQ4_0* w, int64_t n, const Q8PairsView* a, float* o) { q4_0_row<NC>(w, n / kQK, a, o); } };
+template <int NC> struct Q8_0K { static void run(const BlockQ8_0* w, int64_t n, const Q8PairsView* a, float* o) { q8_0_row<NC>(w, n / kQK, a, o); } };
+template <int NC> struct Q4_KK { static void run(const BlockQ4_K* w, int64_t n, const BlockQ8_K* const* a, float* o) { q4_K_row<NC>(w, n / kQK_K, a, o); } };
+template <int NC> struct Q6_KK { static void run(const BlockQ6_K* w, int64_t n, const BlockQ8_K* const* a, float* o) { q6_K_row<NC>(w, n / kQK_K, a, o); } };
+template <int NC> struct F32K { static void run(const float* w, int64_t n, const float* const* a, float* o) { f32_row<NC>(w, n, a, o); } };
+template <int NC> struct F16K { static void run(const uint16_t* w, int64_t n, const uint16_t* const* a, float* o) { f16_row<NC>(w, n, a, o); } };
+
+}  // namespace
+
+void rows_q4_0(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const Q8PairsView* a, int nc,
+               float* y, int64_t ldy) {
+  rows<Q4_0K, BlockQ4_0>(w, stride, n, r0, r1, a, nc, y, ldy);
+}
+void rows_q8_0(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const Q8PairsView* a, int nc,
+               float* y, int64_t ldy) {
+  rows<Q8_0K, BlockQ8_0>(w, stride, n, r0, r1, a, nc, y, ldy);
+}
+void rows_q4_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a,
+               int nc, float* y, int64_t ldy) {
+  rows<Q4_KK, BlockQ4_K>(w, stride, n, r0, r1, a, nc, y, ldy);
+}
+void rows_q6_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a,
+               int nc, float* y, int64_t ldy) {
+  rows<Q6_KK, BlockQ6_K>(w, stride, n, r0, r1, a, nc, y, ldy);
+}
+void rows_f32(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const float* const* a, int nc,
+              float* y, int64_t ldy) {
+  rows<F32K, float>(w, stride, n, r0, r1, a, nc, y, ldy);
+}
+void rows_f16(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const uint16_t* const* a, int nc,
+              float* y, int64_t ldy) {
+  rows<F16K, uint16_t>(w, stride, n, r0, r1, a, nc, y, ldy);
+}
+
+}  // namespace tandem::kernels::avx512

@@ -1,0 +1,132 @@
+#include "runtime/cpu_features.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define TANDEM_X86 1
+#endif
+
+namespace tandem {
+namespace {
+
+#ifdef TANDEM_X86
+uint64_t xgetbv0() {
+  uint32_t eax, edx;
+  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+  return (static_cast<uint64_t>(edx) << 32) | eax;
+}
+
+// Linux keeps AMX tile data off until a process asks for it.
+bool request_amx_permission() {
+  constexpr int kArchReqXcompPerm = 0x1023;
+  constexpr int kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+}
+#endif
+
+CpuFeatures detect() {
+  CpuFeatures f;
+#ifdef TANDEM_X86
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  const bool osxsave = c & (1u << 27);
+  f.fma = c & (1u << 12);
+  f.f16c = c & (1u << 29);
+  if (!osxsave) return f;
+  const uint64_t xcr0 = xgetbv0();
+  const bool ymm_os = (xcr0 & 0x6) == 0x6;
+  const bool zmm_os = (xcr0 & 0xE6) == 0xE6;
+  const bool tile_os = (xcr0 & (3u << 17)) == (3u << 17);
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return f;
+  f.avx2 = ymm_os && (b & (1u << 5));
+  f.avx512f = zmm_os && (b & (1u << 16));
+  f.avx512bw = zmm_os && (b & (1u << 30));
+  f.avx512vl = zmm_os && (b & (1u << 31));
+  f.avx512vnni = zmm_os && (c & (1u << 11));
+  const bool amx_bf16 = d & (1u << 22), amx_tile = d & (1u << 24), amx_int8 = d & (1u << 25);
+  unsigned a1, b1, c1, d1;
+  if (__get_cpuid_count(7, 1, &a1, &b1, &c1, &d1)) f.avx512bf16 = zmm_os && (a1 & (1u << 5));
+  if (tile_os && amx_tile && request_amx_permission()) {
+    f.amx_tile = true;
+    f.amx_int8 = amx_int8;
+    f.amx_bf16 = amx_bf16;
+  }
+#endif
+  return f;
+}
+
+CpuTier initial_tier() {
+  CpuTier t = cpu_features().best_tier();
+  if (const char* env = std::getenv("TANDEM_CPU_PATH")) {
+    auto forced = cpu_tier_from_name(env);
+    if (!forced) {
+      std::fprintf(stderr, "tandem: TANDEM_CPU_PATH='%s' is not one of scalar, avx2, avx512, amx; ignored\n", env);
+    } else if (*forced < t) {
+      t = *forced;
+    }
+  }
+  return t;
+}
+
+std::atomic<int>& tier_slot() {
+  static std::atomic<int> slot{static_cast<int>(initial_tier())};
+  return slot;
+}
+
+}  // namespace
+
+CpuTier CpuFeatures::best_tier() const {
+  const bool avx512 = avx512f && avx512bw && avx512vl && avx512vnni && fma && f16c;
+  if (avx512 && amx_tile && amx_int8) return CpuTier::Amx;
+  if (avx512) return CpuTier::Avx512Vnni;
+  if (avx2 && fma && f16c) return CpuTier::Avx2;
+  return CpuTier::Scalar;
+}
+
+std::string CpuFeatures::describe() const {
+  std::ostringstream s;
+  s << "avx2=" << avx2 << " fma=" << fma << " f16c=" << f16c << " avx512f=" << avx512f << " avx512bw=" << avx512bw
+    << " avx512vnni=" << avx512vnni << " avx512bf16=" << avx512bf16 << " amx_tile=" << amx_tile
+    << " amx_int8=" << amx_int8 << " amx_bf16=" << amx_bf16 << " -> best tier " << cpu_tier_name(best_tier());
+  return s.str();
+}
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures f = detect();
+  return f;
+}
+
+const char* cpu_tier_name(CpuTier t) {
+  switch (t) {
+    case CpuTier::Scalar: return "scalar";
+    case CpuTier::Avx2: return "avx2";
+    case CpuTier::Avx512Vnni: return "avx512";
+    case CpuTier::Amx: return "amx";
+  }
+  return "?";
+}
+
+std::optional<CpuTier> cpu_tier_from_name(std::string_view n) {
+  if (n == "scalar") return CpuTier::Scalar;
+  if (n == "avx2") return CpuTier::Avx2;
+  if (n == "avx512" || n == "avx512vnni") return CpuTier::Avx512Vnni;
+  if (n == "amx") return CpuTier::Amx;
+  return std::nullopt;
+}
+
+CpuTier active_cpu_tier() { return static_cast<CpuTier>(tier_slot().load(std::memory_order_relaxed)); }
+
+CpuTier set_cpu_tier(CpuTier t) {
+  const CpuTier best = cpu_features().best_tier();
+  if (t > best) t = best;
+  tier_slot().store(static_cast<int>(t), std::memory_order_relaxed);
+  return t;
+}
+
+}  // namespace tandem

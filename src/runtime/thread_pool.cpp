@@ -1,5 +1,6 @@
 #include "runtime/thread_pool.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <set>
@@ -32,58 +33,70 @@ int ThreadPool::physical_cores() {
 
 ThreadPool::ThreadPool(int n_threads, int spin_us)
     : n_threads_(n_threads > 0 ? n_threads : physical_cores()), spin_us_(spin_us) {
-  acks_.reset(new Ack[static_cast<size_t>(n_threads_)]);
   for (int i = 1; i < n_threads_; ++i) threads_.emplace_back([this, i] { worker(i); });
 }
 
 ThreadPool::~ThreadPool() {
   stop_.store(true);
-  generation_.fetch_add(1);
-  generation_.notify_all();
+  state_.fetch_add(uint64_t{1} << (2 * kTaskBits));  // a new generation with no tasks wakes everyone
+  state_.notify_all();
   for (auto& t : threads_) t.join();
 }
 
-void ThreadPool::do_tasks(int thread) {
-  for (;;) {
-    const int64_t t = next_task_.fetch_add(1, std::memory_order_relaxed);
-    if (t >= n_tasks_) break;
-    fn_(ctx_, t, thread);
+void ThreadPool::work(int thread) {
+  uint64_t s = state_.load(std::memory_order_acquire);
+  while (next_of(s) < count_of(s)) {
+    if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      // The claimed task keeps the job alive: its fields are stable until done_ counts it.
+      fn_(ctx_, first_task_ + static_cast<int64_t>(next_of(s)), thread);
+      done_.fetch_add(1, std::memory_order_acq_rel);
+      s = state_.load(std::memory_order_acquire);
+    }
   }
 }
 
-void ThreadPool::run(int64_t n_tasks, TaskFn fn, void* ctx) {
+void ThreadPool::run_chunk(int64_t first, int64_t n_tasks, TaskFn fn, void* ctx) {
   fn_ = fn;
   ctx_ = ctx;
-  n_tasks_ = n_tasks;
-  next_task_.store(0, std::memory_order_relaxed);
-  const uint64_t gen = generation_.fetch_add(1) + 1;  // publishes the job (seq_cst)
-  if (sleepers_.load() > 0) generation_.notify_all();
-  do_tasks(0);
-  for (int i = 1; i < n_threads_; ++i)
-    while (acks_[i].gen.load(std::memory_order_acquire) != gen) TANDEM_PAUSE();
+  first_task_ = first;
+  done_.store(0, std::memory_order_relaxed);
+  const uint64_t gen = (state_.load(std::memory_order_relaxed) >> (2 * kTaskBits)) + 1;
+  state_.store(gen << (2 * kTaskBits) | static_cast<uint64_t>(n_tasks) << kTaskBits);  // publish (seq_cst)
+  if (sleepers_.load() > 0) state_.notify_all();
+  work(0);
+  while (done_.load(std::memory_order_acquire) != n_tasks) TANDEM_PAUSE();
+}
+
+void ThreadPool::run(int64_t n_tasks, TaskFn fn, void* ctx) {
+  jobs_.fetch_add(1, std::memory_order_relaxed);
+  // More tasks than one word can count run as consecutive jobs.
+  const int64_t max = static_cast<int64_t>(kTaskMask);
+  for (int64_t first = 0; first < n_tasks; first += max) run_chunk(first, std::min(max, n_tasks - first), fn, ctx);
 }
 
 void ThreadPool::worker(int index) {
-  uint64_t seen = 0;
+  uint64_t seen = state_.load(std::memory_order_acquire);
   for (;;) {
-    uint64_t gen = generation_.load(std::memory_order_acquire);
-    if (gen == seen) {
-      // Spin briefly: the next operation of a pass usually follows within microseconds.
+    work(index);
+    if (stop_.load()) return;
+    // Wait for the next job: spin briefly (the next operation of a pass usually follows
+    // within microseconds), then block on the state word (futex).
+    uint64_t now = state_.load(std::memory_order_acquire);
+    const uint64_t gen = seen >> (2 * kTaskBits);
+    if ((now >> (2 * kTaskBits)) == gen) {
       const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us());
-      while ((gen = generation_.load(std::memory_order_acquire)) == seen) {
+      while (((now = state_.load(std::memory_order_acquire)) >> (2 * kTaskBits)) == gen) {
         if (std::chrono::steady_clock::now() >= until) {
           sleepers_.fetch_add(1);
-          generation_.wait(seen);  // futex; the publisher notifies when sleepers_ > 0
+          state_.wait(now);  // woken by the publisher when sleepers_ > 0; spurious returns re-check
           sleepers_.fetch_sub(1);
         } else {
           for (int i = 0; i < 64; ++i) TANDEM_PAUSE();
         }
       }
     }
-    seen = gen;
+    seen = now;
     if (stop_.load()) return;
-    do_tasks(index);
-    acks_[index].gen.store(seen, std::memory_order_release);
   }
 }
 

@@ -6,8 +6,12 @@
 // (spin_us), so the next operation starts without a wake-up; after that they block
 // on the job counter (a futex), costing no CPU while the model sits idle.
 //
-// Every worker acknowledges every job before parallel_for returns, so the job
-// description is never touched after its caller moved on and no job is skipped.
+// Tasks are claimed with a compare-and-swap on one word that holds (job generation,
+// task count, next task). A worker can only read the job description after claiming a
+// task of the current job, and the caller does not return before every claimed task
+// is done, so a worker that was descheduled mid-way never sees a half-written job,
+// and the caller never waits for a worker that is not running (it does the tasks
+// itself): on a loaded 2-core machine that matters more than anything else here.
 // The resource governor (idle release) calls set_spin_us(0) to make idle workers
 // block at once, and back to re-acquire.
 #pragma once
@@ -44,28 +48,35 @@ class ThreadPool {
   void set_spin_us(int us) { spin_us_.store(us, std::memory_order_relaxed); }
   int spin_us() const { return spin_us_.load(std::memory_order_relaxed); }
   // Jobs run so far (for tests and metrics).
-  uint64_t jobs() const { return generation_.load(std::memory_order_relaxed); }
+  uint64_t jobs() const { return jobs_.load(std::memory_order_relaxed); }
 
   static int physical_cores();
 
  private:
   using TaskFn = void (*)(void*, int64_t, int);
+  // state_ = generation << 40 | n_tasks << 20 | next task.
+  static constexpr int kTaskBits = 20;
+  static constexpr uint64_t kTaskMask = (uint64_t{1} << kTaskBits) - 1;
+  static uint64_t next_of(uint64_t s) { return s & kTaskMask; }
+  static uint64_t count_of(uint64_t s) { return (s >> kTaskBits) & kTaskMask; }
+
   void run(int64_t n_tasks, TaskFn fn, void* ctx);
+  void run_chunk(int64_t first, int64_t n_tasks, TaskFn fn, void* ctx);
   void worker(int index);
-  void do_tasks(int thread);
+  // Claims and runs tasks of the job in state s until none is left.
+  void work(int thread);
 
   int n_threads_;
   std::atomic<int> spin_us_;
-  // The current job (written only by the caller, before generation_ is bumped).
+  // The current job (written only by the caller, before state_ publishes it).
   TaskFn fn_ = nullptr;
   void* ctx_ = nullptr;
-  int64_t n_tasks_ = 0;
-  alignas(64) std::atomic<int64_t> next_task_{0};
-  alignas(64) std::atomic<uint64_t> generation_{0};
+  int64_t first_task_ = 0;
+  alignas(64) std::atomic<uint64_t> state_{0};
+  alignas(64) std::atomic<int64_t> done_{0};
   alignas(64) std::atomic<int> sleepers_{0};
+  std::atomic<uint64_t> jobs_{0};
   std::atomic<bool> stop_{false};
-  struct alignas(64) Ack { std::atomic<uint64_t> gen{0}; };
-  std::unique_ptr<Ack[]> acks_;
   std::vector<std::thread> threads_;
 };
 

@@ -17,6 +17,7 @@ class ModelBackend final : public StateBackend {
 
   int64_t n_ctx() const override { return state_->n_ctx(); }
   int64_t n_past() const override { return state_->n_past(); }
+  int64_t n_vocab() const override { return model_.hparams().n_vocab; }
   size_t checkpoint_bytes() const override { return state_->recurrent_bytes(); }
   size_t sequence_bytes(int64_t n_tokens) const override;
   void reset() override { state_->reset(); }

@@ -16,6 +16,7 @@ class NullBackend final : public StateBackend {
 
   int64_t n_ctx() const override { return n_ctx_; }
   int64_t n_past() const override { return n_past_; }
+  int64_t n_vocab() const override { return 0; }
   size_t checkpoint_bytes() const override { return recurrent_bytes_; }
   size_t sequence_bytes(int64_t n_tokens) const override;
   void reset() override { n_past_ = 0; }

@@ -235,6 +235,12 @@ PrefillReport Slot::prefill(const Prompt& prompt) {
   if (N > backend_->n_ctx())
     throw std::length_error("Slot::prefill: a prompt of " + std::to_string(N) + " tokens exceeds the context of " +
                             std::to_string(backend_->n_ctx()));
+  // Checked here so that a bad id fails before any state (or the prompt cache) changes.
+  if (const int64_t n_vocab = backend_->n_vocab(); n_vocab > 0)
+    for (int64_t i = 0; i < N; ++i)
+      if (prompt.tokens[i] < 0 || prompt.tokens[i] >= n_vocab)
+        throw std::invalid_argument("Slot::prefill: token id " + std::to_string(prompt.tokens[i]) + " at index " +
+                                    std::to_string(i) + " outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
   const auto t0 = Clock::now();
   ++request_;
   stats_ = RequestStats{};
@@ -246,6 +252,18 @@ PrefillReport Slot::prefill(const Prompt& prompt) {
   n_prompt_ = N;
   open_ = true;
 
+  try {
+    return run_prefill(prompt, t0);
+  } catch (...) {
+    // The state and cached tokens stay consistent (both advance pass by pass), but the
+    // request is over: decode must not continue a half-prefilled prompt.
+    open_ = false;
+    throw;
+  }
+}
+
+PrefillReport Slot::run_prefill(const Prompt& prompt, std::chrono::steady_clock::time_point t0) {
+  const int64_t N = prompt.size();
   restore_for(prompt);
   const int64_t R = stats_.restore_pos;
 
@@ -278,6 +296,9 @@ PrefillReport Slot::prefill(const Prompt& prompt) {
 
 std::span<const float> Slot::decode(int32_t token) {
   if (!open_) throw std::logic_error("Slot::decode: no open request (call prefill first)");
+  if (const int64_t n_vocab = backend_->n_vocab(); n_vocab > 0 && (token < 0 || token >= n_vocab))
+    throw std::invalid_argument("Slot::decode: token id " + std::to_string(token) + " outside the vocabulary [0, " +
+                                std::to_string(n_vocab) + ")");
   if (static_cast<int64_t>(cached_.size()) >= backend_->n_ctx())
     throw std::length_error("Slot::decode: the context of " + std::to_string(backend_->n_ctx()) + " tokens is full");
   const auto t0 = Clock::now();

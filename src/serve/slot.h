@@ -30,7 +30,9 @@ struct SlotConfig {
 };
 
 struct PrefillReport {
-  std::span<const float> logits;  // the last prompt token's (empty under the dry-run backend)
+  // The last prompt token's logits (empty under the dry-run backend); valid until the slot's
+  // next prefill or decode.
+  std::span<const float> logits;
   RequestStats stats;             // prefill half; decode fields are still 0
   BatchPlan plan;
 };
@@ -54,7 +56,8 @@ class Slot {
   // Ends the previous request if one is open, then prefills. Throws std::invalid_argument or
   // std::length_error (the message says what was expected) before touching any state.
   PrefillReport prefill(const Prompt& prompt);
-  // Feeds one generated token; returns its logits. No checkpoints, no allocation.
+  // Feeds one generated token; returns its logits (valid until the next call). No checkpoints,
+  // no allocation in the slot (cached tokens are reserved to n_ctx, pass buffers are reused).
   std::span<const float> decode(int32_t token);
   // Finishes the open request (also done by the next prefill) and returns its statistics.
   const RequestStats& end_request();
@@ -70,6 +73,7 @@ class Slot {
   bool request_open() const { return open_; }
 
  private:
+  PrefillReport run_prefill(const Prompt& prompt, std::chrono::steady_clock::time_point t0);
   void restore_for(const Prompt& prompt);
   void run_plan(const Prompt& prompt, const PrefillPlan& plan);
   void check_plan(const PrefillPlan& plan, int64_t R, int64_t N) const;

@@ -199,3 +199,27 @@ TEST_F(SlotOnTinyModel, DivergenceCheckpointIsTheStateAtL) {
 
 }  // namespace
 }  // namespace tandem::serve
+
+namespace tandem::serve {
+namespace {
+
+TEST_F(SlotOnTinyModel, BadTokensFailBeforeAnyStateChanges) {
+  const std::vector<Req> reqs = episode();
+  Slot slot(std::make_unique<ModelBackend>(*model_, kCtx), make_policy(PolicyConfig{}), SlotConfig{});
+  slot.prefill(Prompt{reqs[0].prompt, reqs[0].users});
+  slot.end_request();
+  const auto cached = slot.cached_tokens();
+  const auto held = slot.checkpoints().size();
+  auto bad = reqs[1].prompt;
+  bad.back() = static_cast<int32_t>(model_->hparams().n_vocab);
+  EXPECT_THROW(slot.prefill(Prompt{bad, reqs[1].users}), std::invalid_argument);
+  EXPECT_EQ(slot.cached_tokens(), cached);
+  EXPECT_EQ(slot.checkpoints().size(), held);
+  EXPECT_THROW(slot.decode(0), std::logic_error);  // no open request
+  slot.prefill(Prompt{reqs[1].prompt, reqs[1].users});
+  EXPECT_THROW(slot.decode(-1), std::invalid_argument);
+  EXPECT_EQ(slot.decode(0).size(), static_cast<size_t>(model_->hparams().n_vocab));
+}
+
+}  // namespace
+}  // namespace tandem::serve

@@ -29,6 +29,8 @@ class StateBackend {
 
   virtual int64_t n_ctx() const = 0;
   virtual int64_t n_past() const = 0;
+  // Token ids must be below this; 0 = any id (the dry run has no vocabulary).
+  virtual int64_t n_vocab() const = 0;
   // Bytes of one recurrent-state copy (a checkpoint).
   virtual size_t checkpoint_bytes() const = 0;
   // Bytes of a saved sequence of n_tokens tokens (recurrent state + KV rows).

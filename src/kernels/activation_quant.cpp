@@ -10,7 +10,13 @@ namespace tandem::kernels {
 namespace {
 
 // Round half to even, as _mm256_round_ps(_MM_ROUND_NEAREST) and ggml's nearest_int do.
-inline int round_even(float x) { return static_cast<int>(std::nearbyint(x)); }
+// Finite inputs are within [-127, 127] by construction; a NaN or infinity (a broken model
+// or input) becomes 0 / the clamp instead of undefined behaviour in the conversion.
+inline int round_even(float x) {
+  if (!(x >= -127.0f)) return x != x ? 0 : -127;
+  if (x > 127.0f) return 127;
+  return static_cast<int>(std::nearbyint(x));
+}
 
 void to_q8_0(const float* x, BlockQ8_0* y, int64_t nb) {
   for (int64_t b = 0; b < nb; ++b, x += kQK) {

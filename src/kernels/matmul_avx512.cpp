@@ -62,6 +62,58 @@ void q8_0_row(const BlockQ8_0* w, int64_t nb, const Q8PairsView* a, float* out) 
   for (int c = 0; c < NC; ++c) out[c] = _mm512_reduce_add_ps(acc[c]);
 }
 
+
+// Decode GEMV (one column): four rows at a time share every activation load, which
+// otherwise outnumber the weight bytes several times over.
+void q4_0_rows4(const uint8_t* w, size_t stride, int64_t nb, const Q8PairsView& a, float* out) {
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const int64_t np = (nb + 1) / 2;
+  for (int64_t p = 0; p < np; ++p) {
+    const bool has1 = 2 * p + 1 < nb;
+    const __m512i corr = _mm512_load_si512(a.corr + 16 * p);
+    const __m512i act = _mm512_load_si512(a.codes + 64 * p);
+    const __m512 da = _mm512_load_ps(a.scale + 16 * p);
+    for (int r = 0; r < 4; ++r) {
+      const BlockQ4_0* b = reinterpret_cast<const BlockQ4_0*>(w + r * stride) + 2 * p;
+      const __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs));
+      const __m128i x1 = has1 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1].qs)) : _mm_setzero_si128();
+      const __m256i y = _mm256_set_m128i(x1, x0);
+      const __m512i z = _mm512_and_si512(
+          _mm512_inserti64x4(_mm512_castsi256_si512(y), _mm256_srli_epi16(y, 4), 1), m4);
+      const __m512 dw = _mm512_mask_blend_ps(0xF0F0, _mm512_set1_ps(h2f(b[0].d)),
+                                             _mm512_set1_ps(has1 ? h2f(b[1].d) : 0.0f));
+      const __m512i dot = _mm512_dpbusd_epi32(corr, z, act);
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, da), acc[r]);
+    }
+  }
+  for (int r = 0; r < 4; ++r) out[r] = _mm512_reduce_add_ps(acc[r]);
+}
+
+void q8_0_rows4(const uint8_t* w, size_t stride, int64_t nb, const Q8PairsView& a, float* out) {
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  const __m512i ones = _mm512_set1_epi8(1);
+  const int64_t np = (nb + 1) / 2;
+  for (int64_t p = 0; p < np; ++p) {
+    const bool has1 = 2 * p + 1 < nb;
+    const __m512i act = _mm512_load_si512(a.codes + 64 * p);
+    const __m512 da = _mm512_load_ps(a.scale + 16 * p);
+    for (int r = 0; r < 4; ++r) {
+      const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(w + r * stride) + 2 * p;
+      const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[0].qs));
+      const __m256i w1 = has1 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[1].qs)) : _mm256_setzero_si256();
+      const __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(w0), w1, 1);
+      const __m512i sw = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, z);
+      const __m512i corr = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sw, 7));
+      const __m512 dw = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(h2f(b[0].d)),
+                                             _mm512_set1_ps(has1 ? h2f(b[1].d) : 0.0f));
+      const __m512i dot = _mm512_dpbusd_epi32(corr, act, z);
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, da), acc[r]);
+    }
+  }
+  for (int r = 0; r < 4; ++r) out[r] = _mm512_reduce_add_ps(acc[r]);
+}
+
 inline void scale_min_k4(int j, const uint8_t* q, int* d, int* m) {
   if (j < 4) {
     *d = q[j] & 63;
@@ -223,10 +275,24 @@ template <int NC> struct F16K { static void run(const uint16_t* w, int64_t n, co
 
 void rows_q4_0(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const Q8PairsView* a, int nc,
                float* y, int64_t ldy) {
+  if (nc == 1) {
+    float out[4];
+    for (; r0 + 4 <= r1; r0 += 4) {
+      q4_0_rows4(w + static_cast<size_t>(r0) * stride, stride, n / kQK, a[0], out);
+      for (int r = 0; r < 4; ++r) y[r0 + r] = out[r];
+    }
+  }
   rows<Q4_0K, BlockQ4_0>(w, stride, n, r0, r1, a, nc, y, ldy);
 }
 void rows_q8_0(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const Q8PairsView* a, int nc,
                float* y, int64_t ldy) {
+  if (nc == 1) {
+    float out[4];
+    for (; r0 + 4 <= r1; r0 += 4) {
+      q8_0_rows4(w + static_cast<size_t>(r0) * stride, stride, n / kQK, a[0], out);
+      for (int r = 0; r < 4; ++r) y[r0 + r] = out[r];
+    }
+  }
   rows<Q8_0K, BlockQ8_0>(w, stride, n, r0, r1, a, nc, y, ldy);
 }
 void rows_q4_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a,

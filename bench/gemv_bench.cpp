@@ -1,0 +1,123 @@
+// Decode-path ceilings and kernels (Google Benchmark):
+//  * ReadBandwidth: this machine's memory read rate with the same thread count, the
+//    floor every decode step is measured against;
+//  * Gemv/<type>: one activation column against a weight matrix larger than the L3
+//    (so weights stream from memory, as in decode), reported as GB/s of weights;
+//  * ColumnShared/<type>/<T>: T = 1, 2, 4, 8 columns against the same matrix (the
+//    speculative-verification product); time(4)/time(1) is the ratio.
+// Run: tandem_bench_gemv --benchmark_counters_tabular=true  (bench/run does this).
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "gguf/quants.h"
+#include "kernels/matmul.h"
+#include "runtime/cpu_features.h"
+#include "runtime/thread_pool.h"
+
+namespace {
+
+using namespace tandem;
+using namespace tandem::kernels;
+
+constexpr int kThreads = 2;
+constexpr size_t kBigBytes = size_t{640} << 20;  // > the 300 MiB L3 of this machine
+
+ThreadPool& pool() {
+  static ThreadPool p(kThreads);
+  return p;
+}
+
+// Random but valid blocks: random code bytes, block scales set to a small normal fp16.
+struct BigMatrix {
+  std::vector<uint8_t> data;
+  WeightMatrix w;
+};
+
+BigMatrix make_matrix(GgmlType type, int64_t cols, size_t bytes) {
+  BigMatrix m;
+  const size_t rb = row_bytes(type, cols);
+  const int64_t rows = static_cast<int64_t>(bytes / rb) / 4 * 4;
+  m.data.resize(rb * static_cast<size_t>(rows));
+  std::mt19937_64 rng(7);
+  for (size_t i = 0; i + 8 <= m.data.size(); i += 8) {
+    const uint64_t v = rng();
+    std::memcpy(&m.data[i], &v, 8);
+  }
+  const uint16_t d = fp32_to_fp16(0.01f);
+  const size_t bb = traits(type).block_bytes;
+  for (size_t off = 0; off < m.data.size(); off += bb) {
+    uint8_t* b = &m.data[off];
+    switch (type) {
+      case GgmlType::Q4_0: case GgmlType::Q8_0: std::memcpy(b, &d, 2); break;
+      case GgmlType::Q4_K: std::memcpy(b, &d, 2); std::memcpy(b + 2, &d, 2); break;
+      case GgmlType::Q6_K: std::memcpy(b + 208, &d, 2); break;
+      default: break;
+    }
+  }
+  m.w = WeightMatrix{type, cols, rows, m.data.data(), rb};
+  return m;
+}
+
+void ReadBandwidth(benchmark::State& state) {
+  static std::vector<float> buf(kBigBytes / sizeof(float), 1.0f);
+  std::vector<double> partial(kThreads);
+  for (auto _ : state) {
+    const int64_t chunks = kThreads * 16;
+    const size_t per = buf.size() / chunks;
+    pool().parallel_for(chunks, [&](int64_t c, int t) {
+      const float* p = buf.data() + c * per;
+      float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      for (size_t i = 0; i + 64 <= per; i += 64) {
+        for (int l = 0; l < 16; ++l) {
+          s0 += p[i + l];
+          s1 += p[i + 16 + l];
+          s2 += p[i + 32 + l];
+          s3 += p[i + 48 + l];
+        }
+      }
+      partial[t] += s0 + s1 + s2 + s3;
+    });
+    benchmark::DoNotOptimize(partial.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(kBigBytes) * state.iterations() / 1e9,
+                                              benchmark::Counter::kIsRate);
+}
+BENCHMARK(ReadBandwidth)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
+
+void run_columns(benchmark::State& state, GgmlType type, int64_t cols) {
+  static std::map<std::pair<int, int64_t>, std::unique_ptr<BigMatrix>> cache;
+  auto& m = cache[{static_cast<int>(type), cols}];
+  if (!m) m = std::make_unique<BigMatrix>(make_matrix(type, cols, kBigBytes));
+  const int64_t T = state.range(0);
+  std::vector<float> x(static_cast<size_t>(T * cols)), y(static_cast<size_t>(T * m->w.rows));
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd;
+  for (auto& v : x) v = nd(rng);
+  KernelContext ctx;
+  ctx.pool = &pool();
+  for (auto _ : state) {
+    matmul(m->w, x.data(), cols, T, y.data(), m->w.rows, ctx);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(m->data.size()) * state.iterations() / 1e9,
+                                              benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(ggml_type_name(type)) + " " + cpu_tier_name(active_cpu_tier()));
+}
+
+void Gemv_Q4_0(benchmark::State& s) { run_columns(s, GgmlType::Q4_0, 2560); }
+void Gemv_Q8_0(benchmark::State& s) { run_columns(s, GgmlType::Q8_0, 2560); }
+void Gemv_Q4_K(benchmark::State& s) { run_columns(s, GgmlType::Q4_K, 2560); }
+void Gemv_Q6_K(benchmark::State& s) { run_columns(s, GgmlType::Q6_K, 2560); }
+BENCHMARK(Gemv_Q4_0)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(Gemv_Q8_0)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(Gemv_Q4_K)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(Gemv_Q6_K)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
+
+}  // namespace
+
+BENCHMARK_MAIN();

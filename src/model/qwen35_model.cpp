@@ -53,6 +53,7 @@ std::unique_ptr<Qwen35Model> Qwen35Model::load(const std::string& path, int n_th
   m->hp_ = Qwen35HParams::from_gguf(*m->file_);
   m->w_ = Qwen35Weights::load(*m->file_, m->hp_);
   m->pool_ = std::make_unique<ThreadPool>(n_threads);
+  m->governor_ = std::make_unique<CpuResourceGovernor>(*m->pool_);
   m->ws_ = std::make_unique<Workspace>();
   m->ws_->kc.pool = m->pool_.get();
   m->ws_->per_thread.reset(new ScratchBuffer[static_cast<size_t>(m->pool_->size())]);
@@ -90,6 +91,8 @@ void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, co
   }
   if (opt.rollback_states < 0) throw std::invalid_argument("forward: rollback_states must be >= 0");
 
+  // Resources are (re-)acquired for the whole pass and cannot be released during it.
+  const ResourceGovernor::Lease lease = governor_->acquire();
   Workspace& ws = *ws_;
   out.n_vocab = hp_.n_vocab;
   out.cut_states.resize(rel_cuts.size());

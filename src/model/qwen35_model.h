@@ -15,6 +15,7 @@
 #include "model/qwen35_weights.h"
 #include "model/sequence_state.h"
 #include "runtime/scratch.h"
+#include "runtime/resource_governor.h"
 #include "runtime/thread_pool.h"
 
 namespace tandem {
@@ -59,6 +60,8 @@ class Qwen35Model {
   const Qwen35Weights& weights() const { return w_; }
   const GgufFile& file() const { return *file_; }
   ThreadPool& pool() { return *pool_; }
+  // Gives the pool's resources back between bursts (idle release, 3 s by default).
+  CpuResourceGovernor& governor() { return *governor_; }
 
   std::unique_ptr<SequenceState> new_sequence(int64_t n_ctx) const;
 
@@ -81,6 +84,7 @@ class Qwen35Model {
   Qwen35Weights w_;
   std::mutex mu_;  // forward() uses the shared workspace and pool below
   std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<CpuResourceGovernor> governor_;  // declared after pool_: destroyed first
   std::unique_ptr<Workspace> ws_;
 };
 

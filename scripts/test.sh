@@ -3,7 +3,8 @@
 #   1. install missing packages
 #   2. Release build + every test (ctest)
 #   3. the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
-#   4. the GGUF reader fuzzer (libFuzzer, clang) for FUZZ_SECONDS (default 60)
+#   4. the concurrency tests under ThreadSanitizer
+#   5. the GGUF reader fuzzer (libFuzzer, clang) for FUZZ_SECONDS (default 60)
 # Golden-data tests read ../shared/golden when present and skip visibly otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,9 +18,14 @@ ninja -C build -j"$JOBS"
 ctest --test-dir build -j"$JOBS" --output-on-failure
 
 echo "== ASan + UBSan build and tests"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTANDEM_SANITIZE=ON >/dev/null
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTANDEM_SANITIZE=ON -DTANDEM_BENCH=OFF >/dev/null
 ninja -C build-asan -j"$JOBS"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan -j"$JOBS" --output-on-failure
+
+echo "== ThreadSanitizer: thread pool and resource governor"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTANDEM_TSAN=ON -DTANDEM_BENCH=OFF >/dev/null
+ninja -C build-tsan -j"$JOBS" tandem_runtime_tests
+TSAN_OPTIONS=halt_on_error=1 ./build-tsan/tandem_runtime_tests
 
 echo "== GGUF reader fuzzing"
 bash fuzz/run_gguf_fuzz.sh "${FUZZ_SECONDS:-60}"

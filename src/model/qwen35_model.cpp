@@ -31,6 +31,7 @@ struct Qwen35Model::Workspace {
   std::vector<float> conv_tmp;
   std::vector<float> rope_cs;
   std::vector<int64_t> ends;         // segment ends of the delta rule
+  std::vector<float> cat;            // MTP: [normed embedding ; normed hidden], T x 2*n_embd
   KernelContext kc;                   // matmul threads and converted activations
   std::unique_ptr<ScratchBuffer[]> per_thread;  // delta-rule chunks, attention scores
 };
@@ -62,6 +63,80 @@ std::unique_ptr<Qwen35Model> Qwen35Model::load(const std::string& path, int n_th
 
 std::unique_ptr<SequenceState> Qwen35Model::new_sequence(int64_t n_ctx) const {
   return std::make_unique<SequenceState>(hp_, n_ctx);
+}
+
+MtpState::MtpState(const Qwen35HParams& hp, int64_t n) : n_ctx(n) {
+  if (n <= 0) throw std::invalid_argument("MtpState: n_ctx must be positive");
+  k.assign(static_cast<size_t>(n * hp.kv_dim()), 0.0f);
+  v.assign(static_cast<size_t>(n * hp.kv_dim()), 0.0f);
+}
+
+void MtpState::truncate(int64_t pos) {
+  if (pos < 0 || pos > n_past)
+    throw std::out_of_range("MtpState::truncate: position " + std::to_string(pos) + " outside [0, " +
+                            std::to_string(n_past) + "]");
+  n_past = pos;
+}
+
+std::unique_ptr<MtpState> Qwen35Model::new_mtp_state(int64_t n_ctx) const {
+  if (!has_mtp()) throw std::logic_error("this model file has no MTP block (nextn_predict_layers = 0)");
+  return std::make_unique<MtpState>(hp_, n_ctx);
+}
+
+void Qwen35Model::mtp_forward(MtpState& st, std::span<const int32_t> tokens, const float* hidden, LogitsMode logits,
+                              ForwardOutput& out, const WeightMatrix* head) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!has_mtp()) throw std::logic_error("this model file has no MTP block (nextn_predict_layers = 0)");
+  const int64_t T = static_cast<int64_t>(tokens.size()), n_embd = hp_.n_embd, pos0 = st.n_past;
+  if (T == 0) throw std::invalid_argument("mtp_forward: empty batch");
+  if (pos0 + T > st.n_ctx)
+    throw std::length_error("mtp_forward: " + std::to_string(pos0) + " cached + " + std::to_string(T) +
+                            " new rows exceed the context of " + std::to_string(st.n_ctx));
+  for (int64_t t = 0; t < T; ++t)
+    if (tokens[t] < 0 || tokens[t] >= hp_.n_vocab)
+      throw std::invalid_argument("mtp_forward: token id " + std::to_string(tokens[t]) + " outside the vocabulary");
+  const ResourceGovernor::Lease lease = governor_->acquire();
+  const Qwen35MtpWeights& M = *w_.mtp;
+  Workspace& ws = *ws_;
+  out.n_vocab = head ? head->rows : hp_.n_vocab;
+
+  // u = eh_proj . [RMSNorm(E[x], enorm) ; RMSNorm(h, hnorm)]
+  const WeightMatrix& E = M.embed_tokens ? *M.embed_tokens : w_.token_embd;
+  float* cat = sized(ws.cat, T * 2 * n_embd);
+  for (int64_t t = 0; t < T; ++t) {
+    float* row = cat + t * 2 * n_embd;
+    dequantize_row(E.type, E.row(tokens[t]), row, n_embd);
+    rms_norm(row, M.enorm.data(), row, n_embd, hp_.rms_eps);
+    rms_norm(hidden + t * n_embd, M.hnorm.data(), row + n_embd, n_embd, hp_.rms_eps);
+  }
+  float* x = sized(ws.x, T * n_embd);
+  matmul(M.eh_proj, cat, 2 * n_embd, T, x, n_embd, ws.kc);
+
+  // One full-attention block with its own KV cache, then the FFN.
+  float* cur = sized(ws.cur, T * n_embd);
+  for (int64_t t = 0; t < T; ++t) rms_norm(x + t * n_embd, M.block.attn_norm.data(), cur + t * n_embd, n_embd, hp_.rms_eps);
+  attention_layer(M.block, st.k.data(), st.v.data(), pos0, T);
+  const float* m = ws.m.data();
+  for (int64_t i = 0; i < T * n_embd; ++i) x[i] += m[i];
+  ffn(M.block, T);
+  st.n_past += T;
+
+  const std::vector<float>& norm = M.shared_head_norm.empty() ? w_.output_norm : M.shared_head_norm;
+  float* hn = sized(ws.cur, T * n_embd);
+  for (int64_t t = 0; t < T; ++t) rms_norm(x + t * n_embd, norm.data(), hn + t * n_embd, n_embd, hp_.rms_eps);
+  out.hidden.assign(hn, hn + T * n_embd);
+  out.logit_positions.clear();
+  out.cut_states.clear();
+  out.rollback_states.clear();
+  if (logits == LogitsMode::None) {
+    out.logits.clear();
+    return;
+  }
+  const WeightMatrix& H = head ? *head : (M.shared_head_head ? *M.shared_head_head : w_.output);
+  const int64_t first = logits == LogitsMode::All ? 0 : T - 1;
+  for (int64_t t = first; t < T; ++t) out.logit_positions.push_back(pos0 + t);
+  out.logits.resize(static_cast<size_t>((T - first) * H.rows));
+  matmul(H, hn + first * n_embd, n_embd, T - first, out.logits.data(), H.rows, ws.kc);
 }
 
 void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, const ForwardOptions& opt,
@@ -120,7 +195,8 @@ void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, co
     if (L.recurrent) {
       gdn_layer(il, g++, st, T, opt, out, rel_cuts);
     } else {
-      attention_layer(il, a++, st, T);
+      attention_layer(L, st.k_cache(a), st.v_cache(a), pos0, T);
+      ++a;
     }
     const float* m = ws.m.data();
     for (int64_t i = 0; i < T * n_embd; ++i) x[i] += m[i];
@@ -272,8 +348,7 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
 }
 
 // Gated full attention (spec §4.4): reads ws.cur, writes ws.m, appends to the KV cache.
-void Qwen35Model::attention_layer(int il, int a, SequenceState& st, int64_t T) {
-  const Qwen35LayerWeights& L = w_.layers[il];
+void Qwen35Model::attention_layer(const Qwen35LayerWeights& L, float* kc, float* vc, int64_t pos0, int64_t T) {
   Workspace& ws = *ws_;
   const int64_t n_embd = hp_.n_embd, qdim = hp_.q_proj_dim(), kvd = hp_.kv_dim();
   const int hd = hp_.head_dim, nh = hp_.n_head, nkv = hp_.n_head_kv;
@@ -287,10 +362,7 @@ void Qwen35Model::attention_layer(int il, int a, SequenceState& st, int64_t T) {
 
   // q/k head norms, RoPE, and the new K/V rows into the cache. The query of head h
   // is qg[h*2*hd, +hd); its output gate follows it.
-  const int64_t pos0 = st.n_past();
   float* cs = sized(ws.rope_cs, static_cast<size_t>(hp_.n_rot));
-  float* kc = st.k_cache(a);
-  float* vc = st.v_cache(a);
   for (int64_t t = 0; t < T; ++t) {
     rope_cache(pos0 + t, hp_.n_rot, hp_.rope_freq_base, cs);
     float* qrow = qg + t * qdim;

@@ -49,6 +49,17 @@ struct ForwardOutput {
   const float* logits_row(size_t i) const { return logits.data() + i * static_cast<size_t>(n_vocab); }
 };
 
+// The MTP (NextN) draft head's per-sequence state: the KV cache of its one attention
+// layer. Position p holds the row for (token x_p, trunk hidden state at p-1).
+struct MtpState {
+  MtpState(const Qwen35HParams& hp, int64_t n_ctx);
+  int64_t n_ctx;
+  int64_t n_past = 0;
+  std::vector<float> k, v;  // n_ctx rows of kv_dim
+  void truncate(int64_t pos);
+  size_t bytes() const { return (k.size() + v.size()) * sizeof(float); }
+};
+
 class Qwen35Model {
  public:
   // Opens, validates and binds a qwen35 GGUF. Throws GgufError with a clear message.
@@ -64,6 +75,17 @@ class Qwen35Model {
   CpuResourceGovernor& governor() { return *governor_; }
 
   std::unique_ptr<SequenceState> new_sequence(int64_t n_ctx) const;
+  bool has_mtp() const { return w_.mtp.has_value(); }
+  std::unique_ptr<MtpState> new_mtp_state(int64_t n_ctx) const;
+
+  // The MTP head (spec §7) over T rows at positions st.n_past()...: row t combines
+  // token tokens[t] with hidden[t], the trunk's final normed hidden state of the
+  // previous position (or the head's own hidden output when chaining drafts).
+  // out.hidden receives the head's normed output rows (T x n_embd, the next step's
+  // hidden input); out.logits the requested rows through `head` (default: the shared
+  // LM head; a trimmed draft head is a matrix with fewer rows).
+  void mtp_forward(MtpState& st, std::span<const int32_t> tokens, const float* hidden, LogitsMode logits,
+                   ForwardOutput& out, const WeightMatrix* head = nullptr);
 
   // Runs tokens at positions state.n_past() ... and advances the state. Reuses out's
   // buffers. Throws std::invalid_argument / std::length_error on bad tokens or overflow
@@ -76,7 +98,8 @@ class Qwen35Model {
   Qwen35Model() = default;
   void gdn_layer(int il, int g, SequenceState& st, int64_t T, const ForwardOptions& opt, ForwardOutput& out,
                  const std::vector<int64_t>& rel_cuts);
-  void attention_layer(int il, int a, SequenceState& st, int64_t T);
+  // Gated attention over the cache rows [0, pos0 + T); appends T rows at pos0.
+  void attention_layer(const Qwen35LayerWeights& L, float* k_cache, float* v_cache, int64_t pos0, int64_t T);
   void ffn(const Qwen35LayerWeights& L, int64_t T);
 
   std::unique_ptr<GgufFile> file_;

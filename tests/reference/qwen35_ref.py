@@ -319,6 +319,29 @@ class Qwen35:
         logits = self.mm(h_final, "token_embd.weight" if c.tied else "output.weight")  # [T, n_vocab]
         return logits, h_final
 
+    # ---- MTP / NextN head (spec 7.1) --------------------------------------------------------
+    def mtp(self, tokens, hidden_in):
+        """Row t: token tokens[t] at position t with hidden_in[t] (the trunk's final normed hidden
+        state of position t-1). Returns the head's logits and its normed output rows."""
+        c = self.cfg
+        m = c.n_layer  # the MTP block follows the trunk
+        p = "blk.%d." % m
+        tokens = np.asarray(tokens, dtype=np.int64)
+        pos = np.arange(len(tokens))
+        emb_name = p + "nextn.embed_tokens.weight"
+        emb = self.w(emb_name if emb_name in self.g.tensors else "token_embd.weight")[tokens]
+        e = rmsnorm(emb, self.w(p + "nextn.enorm.weight"), c.eps)
+        h = rmsnorm(hidden_in, self.w(p + "nextn.hnorm.weight"), c.eps)
+        u = self.mm(np.concatenate([e, h], axis=-1), p + "nextn.eh_proj.weight")   # [embedding ; hidden]
+        u = u + self.attn(m, rmsnorm(u, self.w(p + "attn_norm.weight"), c.eps), pos)
+        u = u + self.ffn(m, rmsnorm(u, self.w(p + "post_attention_norm.weight"), c.eps))
+        norm = p + "nextn.shared_head_norm.weight"
+        hn = rmsnorm(u, self.w(norm if norm in self.g.tensors else "output_norm.weight"), c.eps)
+        head = p + "nextn.shared_head_head.weight"
+        if head not in self.g.tensors:
+            head = "token_embd.weight" if c.tied else "output.weight"
+        return self.mm(hn, head), hn
+
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -328,6 +351,8 @@ def main(argv=None):
     src.add_argument("--tokens-file", help="JSON array of token ids")
     ap.add_argument("--out", help="logits output (float32 [n_tokens][n_vocab])")
     ap.add_argument("--hidden-out", help="final-normed hidden states (float32 [n_tokens][n_embd])")
+    ap.add_argument("--mtp-out", help="MTP head logits (float32 [n_tokens][n_vocab]); row t combines token t "
+                    "with the trunk's hidden state of position t-1 (zeros for t = 0)")
     ap.add_argument("--emulate-ggml", action="store_true",
                     help="convert matmul activations like ggml-cpu (F16 / Q8_0 / Q8_K), i.e. README ref B")
     ap.add_argument("-v", "--verbose", action="store_true")
@@ -348,6 +373,10 @@ def main(argv=None):
         logits.astype("<f4").tofile(args.out)
     if args.hidden_out:
         hidden.astype("<f4").tofile(args.hidden_out)
+    if args.mtp_out:
+        hidden_in = np.concatenate([np.zeros((1, hidden.shape[1])), hidden[:-1]], axis=0)
+        mtp_logits, _ = model.mtp(tokens, hidden_in)
+        mtp_logits.astype("<f4").tofile(args.mtp_out)
     print("%d tokens, n_vocab %d, %.2fs; last-row argmax %d"
           % (len(tokens), logits.shape[1], time.time() - t0, int(np.argmax(logits[-1]))), file=sys.stderr)
     return 0

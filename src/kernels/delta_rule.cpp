@@ -4,9 +4,12 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/delta_rule_avx512.h"
+#include "runtime/cpu_features.h"
+
 namespace tandem::kernels {
 
-void delta_rule_recurrent(const DeltaRuleInput& in, float* state, float* snapshots, int64_t snapshot_from) {
+void delta_rule_recurrent_ref(const DeltaRuleInput& in, float* state, float* snapshots, int64_t snapshot_from) {
   const int d = in.d;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   const int64_t sf = in.state_floats();
@@ -155,8 +158,8 @@ void chunk_head(const DeltaRuleInput& in, int h, int64_t t0, int n, float* S, Ch
 
 }  // namespace
 
-void delta_rule_chunked(const DeltaRuleInput& in, float* state, ScratchBuffer& scratch, const int64_t* cuts,
-                        int n_cuts, float* cut_states) {
+void delta_rule_chunked_ref(const DeltaRuleInput& in, float* state, ScratchBuffer& scratch, const int64_t* cuts,
+                            int n_cuts, float* cut_states) {
   constexpr int C = kDeltaRuleChunk;
   const int d = in.d;
   const size_t dbl = 1 * C + 3 * C * C;
@@ -193,6 +196,24 @@ void delta_rule_chunked(const DeltaRuleInput& in, float* state, ScratchBuffer& s
       t0 = end;
       emit_cuts_at(t0);
     }
+  }
+}
+
+// Run-time dispatch: the AVX-512 bodies need d to be a multiple of 16 (one zmm of keys).
+void delta_rule_recurrent(const DeltaRuleInput& in, float* state, float* snapshots, int64_t snapshot_from) {
+  if (active_cpu_tier() >= CpuTier::Avx512Vnni && in.d > 0 && in.d % 16 == 0)
+    avx512::delta_rule_recurrent(in, state, snapshots, snapshot_from);
+  else
+    delta_rule_recurrent_ref(in, state, snapshots, snapshot_from);
+}
+
+void delta_rule_chunked(const DeltaRuleInput& in, float* state, ScratchBuffer& scratch, const int64_t* cuts,
+                        int n_cuts, float* cut_states) {
+  if (active_cpu_tier() >= CpuTier::Avx512Vnni && in.d > 0 && in.d % 16 == 0) {
+    float* ws = static_cast<float*>(scratch.get(avx512::delta_rule_chunked_workspace_floats(in.d) * sizeof(float)));
+    avx512::delta_rule_chunked(in, state, ws, cuts, n_cuts, cut_states);
+  } else {
+    delta_rule_chunked_ref(in, state, scratch, cuts, n_cuts, cut_states);
   }
 }
 

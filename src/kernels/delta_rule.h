@@ -10,6 +10,10 @@
 // and j the value index, so that each value row j is contiguous over keys.
 // Value head h reads key/query head h % H_k (GGUF's tiled head order).
 //
+// Each has a scalar reference (*_ref, float state, double intermediates in the
+// chunked one) and a faster body chosen at run time from the CPU tier
+// (delta_rule_avx512.cpp: float32, AVX-512, for d a multiple of 16).
+//
 // Both can hand back intermediate states so that checkpoints and speculative
 // rollback states cost no extra pass:
 //  * recurrent: the state after every token t >= snapshot_from;
@@ -46,12 +50,16 @@ struct DeltaRuleInput {
 // (only the processed heads' part of each snapshot is written).
 void delta_rule_recurrent(const DeltaRuleInput& in, float* state, float* snapshots = nullptr,
                           int64_t snapshot_from = 0);
+void delta_rule_recurrent_ref(const DeltaRuleInput& in, float* state, float* snapshots = nullptr,
+                              int64_t snapshot_from = 0);
 
 // Chunked algorithm. Updates state in place. cuts: n_cuts increasing positions in
 // [0, T]; the state after the first cuts[c] tokens is copied to
 // cut_states + c * state_floats.
 void delta_rule_chunked(const DeltaRuleInput& in, float* state, ScratchBuffer& scratch,
                         const int64_t* cuts = nullptr, int n_cuts = 0, float* cut_states = nullptr);
+void delta_rule_chunked_ref(const DeltaRuleInput& in, float* state, ScratchBuffer& scratch,
+                            const int64_t* cuts = nullptr, int n_cuts = 0, float* cut_states = nullptr);
 
 constexpr int kDeltaRuleChunk = 64;
 

@@ -1,14 +1,20 @@
 // Chunked vs per-token delta rule, and the states they hand back, on random
-// inputs with the distributions llama.cpp's own op tests use (spec §9).
+// inputs with the distributions llama.cpp's own op tests use (spec §9): every
+// CPU tier this machine has (fast bodies) against a float64 oracle and against
+// the scalar references.
 #include "kernels/delta_rule.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <random>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "kernels/norms.h"
+#include "runtime/cpu_features.h"
 
 namespace tandem::kernels {
 namespace {
@@ -98,59 +104,193 @@ double rel_diff(const A& a, const B& b) {
   return mx / std::max(ref, 1e-30);
 }
 
-class DeltaRuleTest : public ::testing::TestWithParam<int64_t> {};
+// Every tier this machine has (Scalar .. best); the active tier is restored afterwards.
+struct TierGuard {
+  CpuTier saved = active_cpu_tier();
+  ~TierGuard() { set_cpu_tier(saved); }
+};
+
+std::vector<CpuTier> available_tiers() {
+  std::vector<CpuTier> out;
+  for (int t = 0; t <= static_cast<int>(cpu_features().best_tier()); ++t) out.push_back(static_cast<CpuTier>(t));
+  return out;
+}
+
+struct Shape {
+  int H_k, H_v, d;
+};
+
+// d = 24 is not a multiple of 16: every tier runs the reference there.
+const Shape kShapes[] = {{2, 4, 32}, {1, 3, 16}, {2, 2, 64}, {2, 4, 128}, {1, 2, 48}, {2, 2, 24}};
+
+class DeltaRuleTest : public ::testing::TestWithParam<std::tuple<Shape, int64_t>> {};
 
 TEST_P(DeltaRuleTest, ChunkedAndRecurrentMatchOracle) {
-  const int64_t T = GetParam();
-  Case c = make_case(/*H_k=*/2, /*H_v=*/4, /*d=*/32, T, 1234u + static_cast<uint32_t>(T));
+  const Shape sh = std::get<0>(GetParam());
+  const int64_t T = std::get<1>(GetParam());
+  Case c = make_case(sh.H_k, sh.H_v, sh.d, T, 1234u + static_cast<uint32_t>(T) + 7u * static_cast<uint32_t>(sh.d));
   std::vector<double> S_ref, o_ref;
   oracle(c, S_ref, o_ref, nullptr);
 
-  std::vector<float> out_r(c.T * c.H_v * c.d), out_c(out_r.size());
-  std::vector<float> S_r = c.state0, S_c = c.state0;
-  delta_rule_recurrent(input_of(c, out_r.data()), S_r.data());
+  // The scalar references, for the fast bodies to be compared with directly.
+  std::vector<float> out_rr(c.T * c.H_v * c.d), out_cr(out_rr.size());
+  std::vector<float> S_rr = c.state0, S_cr = c.state0;
   ScratchBuffer scratch;
-  delta_rule_chunked(input_of(c, out_c.data()), S_c.data(), scratch);
+  delta_rule_recurrent_ref(input_of(c, out_rr.data()), S_rr.data());
+  delta_rule_chunked_ref(input_of(c, out_cr.data()), S_cr.data(), scratch);
 
-  EXPECT_LE(rel_diff(out_r, o_ref), 1e-5) << "recurrent output, T=" << T;
-  EXPECT_LE(rel_diff(S_r, S_ref), 1e-5) << "recurrent state, T=" << T;
-  EXPECT_LE(rel_diff(out_c, o_ref), 1e-5) << "chunked output, T=" << T;
-  EXPECT_LE(rel_diff(S_c, S_ref), 1e-5) << "chunked state, T=" << T;
-  EXPECT_LE(rel_diff(out_c, out_r), 1e-5) << "chunked vs recurrent, T=" << T;
+  TierGuard guard;
+  for (CpuTier tier : available_tiers()) {
+    set_cpu_tier(tier);
+    SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << sh.d << ", H_k=" << sh.H_k
+                                    << ", H_v=" << sh.H_v << ", T=" << T);
+    std::vector<float> out_r(c.T * c.H_v * c.d), out_c(out_r.size());
+    std::vector<float> S_r = c.state0, S_c = c.state0;
+    delta_rule_recurrent(input_of(c, out_r.data()), S_r.data());
+    delta_rule_chunked(input_of(c, out_c.data()), S_c.data(), scratch);
+
+    EXPECT_LE(rel_diff(out_r, o_ref), 1e-5) << "recurrent output";
+    EXPECT_LE(rel_diff(S_r, S_ref), 1e-5) << "recurrent state";
+    EXPECT_LE(rel_diff(out_c, o_ref), 1e-5) << "chunked output";
+    EXPECT_LE(rel_diff(S_c, S_ref), 1e-5) << "chunked state";
+    EXPECT_LE(rel_diff(out_c, out_r), 1e-5) << "chunked vs recurrent";
+    EXPECT_LE(rel_diff(out_r, out_rr), 1e-5) << "recurrent vs its reference";
+    EXPECT_LE(rel_diff(S_r, S_rr), 1e-5) << "recurrent state vs its reference";
+    EXPECT_LE(rel_diff(out_c, out_cr), 1e-5) << "chunked vs its reference";
+    EXPECT_LE(rel_diff(S_c, S_cr), 1e-5) << "chunked state vs its reference";
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(Lengths, DeltaRuleTest, ::testing::Values(1, 3, 63, 64, 65, 200));
+INSTANTIATE_TEST_SUITE_P(Lengths, DeltaRuleTest,
+                         ::testing::Combine(::testing::ValuesIn(kShapes), ::testing::Values(1, 3, 63, 64, 65, 200)),
+                         [](const ::testing::TestParamInfo<DeltaRuleTest::ParamType>& info) {
+                           const Shape sh = std::get<0>(info.param);
+                           char name[64];
+                           std::snprintf(name, sizeof name, "d%d_Hk%d_Hv%d_T%lld", sh.d, sh.H_k, sh.H_v,
+                                         static_cast<long long>(std::get<1>(info.param)));
+                           return std::string(name);
+                         });
 
 TEST(DeltaRule, ChunkedCutStatesEqualPerTokenStates) {
-  Case c = make_case(2, 4, 32, 150, 99);
-  std::vector<double> S_ref, o_ref;
-  std::vector<std::vector<double>> states;
-  oracle(c, S_ref, o_ref, &states);
-  const std::vector<int64_t> cuts = {1, 37, 64, 100, 129, 150};
-  const int64_t sf = static_cast<int64_t>(c.H_v) * c.d * c.d;
-  std::vector<float> cut_states(cuts.size() * sf), out(c.T * c.H_v * c.d), S = c.state0;
-  ScratchBuffer scratch;
-  delta_rule_chunked(input_of(c, out.data()), S.data(), scratch, cuts.data(), static_cast<int>(cuts.size()),
-                     cut_states.data());
-  for (size_t i = 0; i < cuts.size(); ++i) {
-    std::vector<float> got(cut_states.begin() + i * sf, cut_states.begin() + (i + 1) * sf);
-    EXPECT_LE(rel_diff(got, states[cuts[i] - 1]), 1e-5) << "cut at " << cuts[i];
+  TierGuard guard;
+  for (const Shape& sh : kShapes) {
+    Case c = make_case(sh.H_k, sh.H_v, sh.d, 150, 99u + static_cast<uint32_t>(sh.d));
+    std::vector<double> S_ref, o_ref;
+    std::vector<std::vector<double>> states;
+    oracle(c, S_ref, o_ref, &states);
+    const std::vector<int64_t> cuts = {0, 1, 37, 64, 64, 100, 129, 150};
+    const int64_t sf = static_cast<int64_t>(c.H_v) * c.d * c.d;
+    for (CpuTier tier : available_tiers()) {
+      set_cpu_tier(tier);
+      SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << sh.d);
+      std::vector<float> cut_states(cuts.size() * sf), out(c.T * c.H_v * c.d), S = c.state0;
+      ScratchBuffer scratch;
+      delta_rule_chunked(input_of(c, out.data()), S.data(), scratch, cuts.data(), static_cast<int>(cuts.size()),
+                         cut_states.data());
+      for (size_t i = 0; i < cuts.size(); ++i) {
+        std::vector<float> got(cut_states.begin() + i * sf, cut_states.begin() + (i + 1) * sf);
+        if (cuts[i] == 0)
+          EXPECT_EQ(got, c.state0) << "cut at 0";
+        else
+          EXPECT_LE(rel_diff(got, states[cuts[i] - 1]), 1e-5) << "cut at " << cuts[i];
+      }
+      EXPECT_LE(rel_diff(out, o_ref), 1e-5) << "outputs with cuts";
+      EXPECT_LE(rel_diff(S, S_ref), 1e-5) << "final state with cuts";
+    }
   }
-  EXPECT_LE(rel_diff(out, o_ref), 1e-5) << "outputs with cuts";
 }
 
 TEST(DeltaRule, RecurrentSnapshotsAreThePerTokenStates) {
-  Case c = make_case(1, 3, 16, 9, 7);
-  std::vector<double> S_ref, o_ref;
-  std::vector<std::vector<double>> states;
-  oracle(c, S_ref, o_ref, &states);
-  const int64_t sf = static_cast<int64_t>(c.H_v) * c.d * c.d;
-  const int64_t from = 5;
-  std::vector<float> snaps((c.T - from) * sf), out(c.T * c.H_v * c.d), S = c.state0;
-  delta_rule_recurrent(input_of(c, out.data()), S.data(), snaps.data(), from);
-  for (int64_t t = from; t < c.T; ++t) {
-    std::vector<float> got(snaps.begin() + (t - from) * sf, snaps.begin() + (t - from + 1) * sf);
-    EXPECT_LE(rel_diff(got, states[t]), 1e-5) << "state after token " << t;
+  TierGuard guard;
+  for (const Shape& sh : kShapes) {
+    Case c = make_case(sh.H_k, sh.H_v, sh.d, 9, 7u + static_cast<uint32_t>(sh.d));
+    std::vector<double> S_ref, o_ref;
+    std::vector<std::vector<double>> states;
+    oracle(c, S_ref, o_ref, &states);
+    const int64_t sf = static_cast<int64_t>(c.H_v) * c.d * c.d;
+    const int64_t from = 5;
+    for (CpuTier tier : available_tiers()) {
+      set_cpu_tier(tier);
+      SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << sh.d);
+      std::vector<float> snaps((c.T - from) * sf), out(c.T * c.H_v * c.d), S = c.state0;
+      delta_rule_recurrent(input_of(c, out.data()), S.data(), snaps.data(), from);
+      for (int64_t t = from; t < c.T; ++t) {
+        std::vector<float> got(snaps.begin() + (t - from) * sf, snaps.begin() + (t - from + 1) * sf);
+        EXPECT_LE(rel_diff(got, states[t]), 1e-5) << "state after token " << t;
+      }
+      EXPECT_LE(rel_diff(out, o_ref), 1e-5) << "outputs with snapshots";
+    }
+  }
+}
+
+// A head range touches only its heads (state, outputs, cut states and snapshots),
+// and gives those heads the same result as a full run.
+TEST(DeltaRule, HeadRangeTouchesOnlyItsHeads) {
+  TierGuard guard;
+  for (int d : {32, 128}) {
+    Case c = make_case(2, 4, d, 70, 31u + static_cast<uint32_t>(d));
+    const int64_t sf = static_cast<int64_t>(c.H_v) * d * d, hf = static_cast<int64_t>(d) * d;
+    const int64_t ld = static_cast<int64_t>(c.H_v) * d;
+    const std::vector<int64_t> cuts = {20, 64};
+    for (CpuTier tier : available_tiers()) {
+      set_cpu_tier(tier);
+      SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << d);
+      for (bool chunked : {false, true}) {
+        const float sentinel = -12345.0f;
+        std::vector<float> out_full(c.T * ld), S_full = c.state0;
+        std::vector<float> out(c.T * ld, sentinel), S = c.state0;
+        std::vector<float> extra_full(cuts.size() * sf), extra(cuts.size() * sf, sentinel);
+        ScratchBuffer scratch;
+        DeltaRuleInput full = input_of(c, out_full.data()), part = input_of(c, out.data());
+        part.h_begin = 1;
+        part.h_end = 3;
+        if (chunked) {
+          delta_rule_chunked(full, S_full.data(), scratch, cuts.data(), 2, extra_full.data());
+          delta_rule_chunked(part, S.data(), scratch, cuts.data(), 2, extra.data());
+        } else {  // snapshots of the last two tokens
+          delta_rule_recurrent(full, S_full.data(), extra_full.data(), c.T - 2);
+          delta_rule_recurrent(part, S.data(), extra.data(), c.T - 2);
+        }
+        for (int h = 0; h < c.H_v; ++h) {
+          const bool in_range = h >= 1 && h < 3;
+          for (int64_t x = 0; x < hf; ++x) {
+            ASSERT_EQ(S[h * hf + x], in_range ? S_full[h * hf + x] : c.state0[h * hf + x]) << "state, head " << h;
+            for (size_t e = 0; e < cuts.size(); ++e)
+              ASSERT_EQ(extra[e * sf + h * hf + x], in_range ? extra_full[e * sf + h * hf + x] : sentinel)
+                  << (chunked ? "cut state " : "snapshot ") << e << ", head " << h;
+          }
+          for (int64_t t = 0; t < c.T; ++t)
+            for (int j = 0; j < d; ++j)
+              ASSERT_EQ(out[t * ld + h * d + j], in_range ? out_full[t * ld + h * d + j] : sentinel)
+                  << "output, head " << h;
+        }
+      }
+    }
+  }
+}
+
+// Fast decays: e^G underflows inside a chunk (and to denormals in float).
+TEST(DeltaRule, StrongDecaysMatchOracle) {
+  TierGuard guard;
+  for (int d : {32, 128}) {
+    Case c = make_case(2, 4, d, 130, 5u + static_cast<uint32_t>(d));
+    std::mt19937 rng(77);
+    std::uniform_real_distribution<float> ug(-20.0f, 0.0f);
+    for (auto& x : c.g) x = ug(rng);
+    std::vector<double> S_ref, o_ref;
+    oracle(c, S_ref, o_ref, nullptr);
+    for (CpuTier tier : available_tiers()) {
+      set_cpu_tier(tier);
+      SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << d);
+      std::vector<float> out_r(c.T * c.H_v * d), out_c(out_r.size()), S_r = c.state0, S_c = c.state0;
+      ScratchBuffer scratch;
+      delta_rule_recurrent(input_of(c, out_r.data()), S_r.data());
+      delta_rule_chunked(input_of(c, out_c.data()), S_c.data(), scratch);
+      EXPECT_LE(rel_diff(out_r, o_ref), 1e-5);
+      EXPECT_LE(rel_diff(S_r, S_ref), 1e-5);
+      EXPECT_LE(rel_diff(out_c, o_ref), 1e-5);
+      EXPECT_LE(rel_diff(S_c, S_ref), 1e-5);
+    }
   }
 }
 

@@ -1,0 +1,549 @@
+// AVX-512 gated delta rule, float32, vectorised over the head dimension d (a multiple
+// of 16). Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma (see
+// CMakeLists.txt) and called only after run-time dispatch (delta_rule.cpp).
+//
+// Kept free of standard-library templates and inline library code: everything
+// here is plain loops, intrinsics and C math calls on scalars, so that no function
+// compiled for AVX-512 can be picked by the linker for another translation unit.
+//
+// Chunked algorithm (spec §6.3), per value head, chunk of n <= 64 tokens, organised
+// as small register-blocked GEMMs (gemm() below, 6 rows x 64 columns):
+//   KK = K Kᵀ, QK = Q Kᵀ                                  n x n x d
+//   A  = β_r KK e^{G_r-G_c} (c < r), T = (I + A)^-1        forward substitution, double
+//   U  = T diag(β) V,  W' = -T diag(β e^G) K               n x n x d (T lower triangular)
+//   v_new = U + W' S                                       n x d x d
+//   o  = [e^G scale Q | scale QK e^{G_r-G_c} (c <= r)] [S ; v_new]
+//   S <- e^{G_last} S + (diag(e^{G_last-G}) K)ᵀ v_new       d x d x n
+// The working state is kept as S[i][j] (row i = key index) for the whole call: the
+// transpose of the stored layout, so that every product above streams rows.
+#include "kernels/delta_rule_avx512.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+// GCC 12 warns about the deliberately undefined upper halves inside its own
+// intrinsics (_mm512_reduce_add_ps, _mm512_cvtpd_ps, ...).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace tandem::kernels::avx512 {
+namespace {
+
+constexpr int C = kDeltaRuleChunk;
+
+inline int imin(int a, int b) { return a < b ? a : b; }
+inline int round16(int x) { return (x + 15) / 16 * 16; }
+
+// Denormals (products of long decays) flushed for the duration of a call: far below
+// the precision that matters here, and they are slow.
+struct FlushDenormals {
+  unsigned saved;
+  FlushDenormals() : saved(_mm_getcsr()) { _mm_setcsr(saved | 0x8040u); }
+  ~FlushDenormals() { _mm_setcsr(saved); }
+  FlushDenormals(const FlushDenormals&) = delete;
+  FlushDenormals& operator=(const FlushDenormals&) = delete;
+};
+
+// e^x, |rel err| ~ 2 ulp (Cephes expf polynomial, exponent applied with scalef so
+// that large negative x underflows to 0).
+inline __m512 exp_ps(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
+  x = _mm512_min_ps(x, _mm512_set1_ps(88.0f));
+  const __m512 fx = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  __m512 y = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);
+  y = _mm512_add_ps(y, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(y, fx);
+}
+
+// ---------------------------------------------------------------------------
+// GEMM micro-kernel: C[R x 16·NV] = cscale·C (or 0) + A[R x K] · B[K x 16·NV].
+// A row-major (lda), B row-major (ldb), C row-major (ldc).
+template <int R, int NV>
+void micro(int K, const float* A, int64_t lda, const float* B, int64_t ldb, float* Cm, int64_t ldc, bool load_c,
+           float cscale) {
+  __m512 acc[R][NV];
+  if (load_c) {
+    const __m512 s = _mm512_set1_ps(cscale);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_mul_ps(_mm512_loadu_ps(Cm + r * ldc + 16 * v), s);
+  } else {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
+  }
+  for (int k = 0; k < K; ++k) {
+    __m512 b[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) b[v] = _mm512_loadu_ps(B + k * ldb + 16 * v);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 a = _mm512_set1_ps(A[r * lda + k]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(a, b[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(Cm + r * ldc + 16 * v, acc[r][v]);
+}
+
+using MicroFn = void (*)(int, const float*, int64_t, const float*, int64_t, float*, int64_t, bool, float);
+constexpr int kMR = 6, kNV = 4;
+const MicroFn kMicro[kMR][kNV] = {
+    {micro<1, 1>, micro<1, 2>, micro<1, 3>, micro<1, 4>}, {micro<2, 1>, micro<2, 2>, micro<2, 3>, micro<2, 4>},
+    {micro<3, 1>, micro<3, 2>, micro<3, 3>, micro<3, 4>}, {micro<4, 1>, micro<4, 2>, micro<4, 3>, micro<4, 4>},
+    {micro<5, 1>, micro<5, 2>, micro<5, 3>, micro<5, 4>}, {micro<6, 1>, micro<6, 2>, micro<6, 3>, micro<6, 4>},
+};
+
+// C[M x N] = (load_c ? cscale·C : 0) + A · B, N a multiple of 16.
+//  * k_tri: A is lower triangular in its last columns: the rows [r0, r0+R) of a block
+//    use K = k0 + r0 + R (A must be zero beyond the diagonal up to that width).
+//  * col_tri: only C's lower triangle is wanted: columns < round16(r0 + R).
+struct Gemm {
+  int M = 0, N = 0, k0 = 0;
+  bool k_tri = false, col_tri = false;
+  const float* A = nullptr;
+  int64_t lda = 0;
+  const float* B = nullptr;
+  int64_t ldb = 0;
+  float* Cm = nullptr;
+  int64_t ldc = 0;
+  bool load_c = false;
+  float cscale = 1.0f;
+};
+
+// Column panels outer, so that a panel of B (K x 64) stays in L1 across the row blocks.
+void gemm(const Gemm& g) {
+  for (int c0 = 0; c0 < g.N; c0 += 16 * kNV) {
+    const int nv = imin(kNV, (g.N - c0) / 16);
+    for (int r0 = 0; r0 < g.M; r0 += kMR) {
+      const int R = imin(kMR, g.M - r0);
+      if (g.col_tri && c0 >= r0 + R) continue;  // wholly above the diagonal
+      const int K = g.k0 + (g.k_tri ? r0 + R : 0);
+      const int nvr = g.col_tri ? imin(nv, (round16(r0 + R) - c0) / 16) : nv;
+      kMicro[R - 1][nvr - 1](K, g.A + r0 * g.lda, g.lda, g.B + c0, g.ldb, g.Cm + r0 * g.ldc + c0, g.ldc, g.load_c,
+                             g.cscale);
+    }
+  }
+}
+
+// dst[c*ldd + r] = src[r*lds + c] for r < 16, c < 16; rows >= `rows` read as zeros.
+inline void transpose16(const float* src, int64_t lds, int rows, float* dst, int64_t ldd) {
+  __m512 r[16], t[16], u[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) r[i] = i < rows ? _mm512_loadu_ps(src + i * lds) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {  // per 128-bit lane: [a0 b0 a1 b1], [a2 b2 a3 b3]
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+#pragma GCC unroll 4
+  for (int g = 0; g < 4; ++g) {  // u[4g+e], lane L: rows 4g..4g+3 of element 4L+e
+    const __m512d t0 = _mm512_castps_pd(t[4 * g]), t1 = _mm512_castps_pd(t[4 * g + 1]);
+    const __m512d t2 = _mm512_castps_pd(t[4 * g + 2]), t3 = _mm512_castps_pd(t[4 * g + 3]);
+    u[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+    u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+    u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+    u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+  }
+#pragma GCC unroll 4
+  for (int e = 0; e < 4; ++e) {
+    const __m512 v0 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0x88), v1 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0xDD);
+    const __m512 v2 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0x88);
+    const __m512 v3 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0xDD);
+    _mm512_storeu_ps(dst + e * ldd, _mm512_shuffle_f32x4(v0, v2, 0x88));
+    _mm512_storeu_ps(dst + (e + 8) * ldd, _mm512_shuffle_f32x4(v0, v2, 0xDD));
+    _mm512_storeu_ps(dst + (e + 4) * ldd, _mm512_shuffle_f32x4(v1, v3, 0x88));
+    _mm512_storeu_ps(dst + (e + 12) * ldd, _mm512_shuffle_f32x4(v1, v3, 0xDD));
+  }
+}
+
+// dst[c*ldd + r] = src[r*lds + c] for c < cols (a multiple of 16) and r < round16(rows);
+// rows >= `rows` read as zeros.
+void transpose(const float* src, int64_t lds, float* dst, int64_t ldd, int rows, int cols) {
+  for (int r0 = 0; r0 < rows; r0 += 16)
+    for (int c0 = 0; c0 < cols; c0 += 16) transpose16(src + r0 * lds + c0, lds, rows - r0, dst + c0 * ldd + r0, ldd);
+}
+
+// ---------------------------------------------------------------------------
+// Chunked algorithm.
+
+struct Work {
+  float* S;   // d x d   working state S[i][j], followed contiguously by
+  float* Vn;  // C x d   v_new (holds U first)
+  float* Kt;  // d x C   the chunk's keys transposed; later scaled by e^{G_last - G_c}
+  float* KK;  // C x C
+  float* QK;  // C x C
+  float* Tu;  // C x C   T diag(β)
+  float* Tw;  // C x C   -T diag(β e^G)
+  float* Wn;  // C x d   -W
+  float* AQ;  // C x (d + C)  [e^{G_r} scale q_r | scale (q_r·k_c) e^{G_r - G_c}, c <= r, else 0]
+  double* A;  // C x C   β_r (k_r·k_c) e^{G_r - G_c}, c < r, else 0
+  double* T;  // C x C   (I + A)^-1, zero above the diagonal
+};
+
+size_t work_floats(int d) {
+  const size_t D = static_cast<size_t>(d);
+  return D * D + C * D + D * C + 4 * C * C + C * D + C * (D + C) + 2 * (2 * C * C);
+}
+
+Work carve(float* base, int d) {
+  Work w;
+  w.S = base;
+  w.Vn = w.S + static_cast<int64_t>(d) * d;
+  w.Kt = w.Vn + C * d;
+  w.KK = w.Kt + d * C;
+  w.QK = w.KK + C * C;
+  w.Tu = w.QK + C * C;
+  w.Tw = w.Tu + C * C;
+  w.Wn = w.Tw + C * C;
+  w.AQ = w.Wn + C * d;
+  w.A = reinterpret_cast<double*>(w.AQ + C * (d + C));
+  w.T = w.A + C * C;
+  return w;
+}
+
+// Lanes l of a 16-lane block starting at column c0 with c0 + l < lim.
+inline __mmask16 lanes_below(int lim, int c0) {
+  const int n = lim - c0;
+  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+void chunk_head(const DeltaRuleInput& in, int h, int64_t t0, int n, Work& w) {
+  const int d = in.d;
+  const int kh = h % in.H_k;
+  const float scale = 1.0f / sqrtf(static_cast<float>(d));
+  const float* K0 = in.k + t0 * in.ldqk + kh * d;
+  const float* Q0 = in.q + t0 * in.ldqk + kh * d;
+  const float* V0 = in.v + t0 * in.ldv + h * d;
+  float* O0 = in.out + t0 * in.ldo + h * d;
+
+  // 1. Prefix sums of the log-decays (double: their differences matter), β, e^G.
+  alignas(64) double G[C];
+  alignas(64) double bd[C];   // β_c
+  alignas(64) double bgd[C];  // -β_c e^{G_c}
+  alignas(64) float eg[C];
+  double acc = 0.0;
+  for (int r = 0; r < C; ++r) {
+    if (r < n) {
+      acc += in.g[(t0 + r) * in.H_v + h];
+      G[r] = acc;
+      bd[r] = in.beta[(t0 + r) * in.H_v + h];
+      const double e = exp(acc);
+      eg[r] = static_cast<float>(e);
+      bgd[r] = -bd[r] * e;
+    } else {
+      G[r] = acc;
+      bd[r] = bgd[r] = 0.0;
+      eg[r] = 0.0f;
+    }
+  }
+
+  // 2. Keys transposed (zero columns up to a multiple of 16), Gram matrices.
+  const int n16 = round16(n);
+  transpose(K0, in.ldqk, w.Kt, C, n, d);  // zero columns [n, n16)
+  Gemm gk;
+  gk.M = n;
+  gk.N = n16;
+  gk.k0 = d;
+  gk.col_tri = true;
+  gk.A = K0;
+  gk.lda = in.ldqk;
+  gk.B = w.Kt;
+  gk.ldb = C;
+  gk.Cm = w.KK;
+  gk.ldc = C;
+  gemm(gk);
+  gk.A = Q0;
+  gk.Cm = w.QK;
+  gemm(gk);
+
+  // 3. Decay-weighted A (double), masked and scaled QK and e^G-scaled q (AQ).
+  const int64_t ldaq = d + C;
+  for (int r = 0; r < n; ++r) {
+    float* aq = w.AQ + r * ldaq;
+    const float* q = Q0 + r * in.ldqk;
+    const __m512 qsc = _mm512_set1_ps(eg[r] * scale);
+    for (int i = 0; i < d; i += 16) _mm512_storeu_ps(aq + i, _mm512_mul_ps(_mm512_loadu_ps(q + i), qsc));
+    float* qkm = aq + d;
+    double* Ar = w.A + r * C;
+    const __m512d gr = _mm512_set1_pd(G[r]);
+    const __m512 br = _mm512_set1_ps(static_cast<float>(bd[r]));
+    for (int c0 = 0; c0 < C; c0 += 16) {
+      if (c0 > r) {
+        _mm512_storeu_ps(qkm + c0, _mm512_setzero_ps());
+        _mm512_storeu_pd(Ar + c0, _mm512_setzero_pd());
+        _mm512_storeu_pd(Ar + c0 + 8, _mm512_setzero_pd());
+        continue;
+      }
+      const __m256 dlo = _mm512_cvtpd_ps(_mm512_sub_pd(gr, _mm512_loadu_pd(G + c0)));
+      const __m256 dhi = _mm512_cvtpd_ps(_mm512_sub_pd(gr, _mm512_loadu_pd(G + c0 + 8)));
+      const __m512 e = exp_ps(_mm512_insertf32x8(_mm512_castps256_ps512(dlo), dhi, 1));
+      const __mmask16 le = lanes_below(r + 1, c0), lt = lanes_below(r, c0);
+      const __m512 qk = _mm512_mul_ps(_mm512_loadu_ps(w.QK + r * C + c0), _mm512_set1_ps(scale));
+      _mm512_storeu_ps(qkm + c0, _mm512_maskz_mul_ps(le, qk, e));
+      const __m512 a = _mm512_maskz_mul_ps(lt, _mm512_mul_ps(_mm512_loadu_ps(w.KK + r * C + c0), br), e);
+      _mm512_storeu_pd(Ar + c0, _mm512_cvtps_pd(_mm512_castps512_ps256(a)));
+      _mm512_storeu_pd(Ar + c0 + 8, _mm512_cvtps_pd(_mm512_extractf32x8_ps(a, 1)));
+    }
+  }
+
+  // 4. T = (I + A)^-1 by forward substitution, row r = e_r - Σ_{m<r} A[r][m] T[m]:
+  //    column block by column block (T[m][c] = 0 for c > m).
+  for (int r = 0; r < n; ++r) {
+    double* Tr = w.T + r * C;
+    const double* Ar = w.A + r * C;
+    for (int c0 = 0; c0 < C; c0 += 8) {
+      if (c0 >= r) {
+        _mm512_storeu_pd(Tr + c0, _mm512_setzero_pd());
+        continue;
+      }
+      __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+      int m = c0;
+      for (; m + 1 < r; m += 2) {
+        s0 = _mm512_fmadd_pd(_mm512_set1_pd(Ar[m]), _mm512_loadu_pd(w.T + m * C + c0), s0);
+        s1 = _mm512_fmadd_pd(_mm512_set1_pd(Ar[m + 1]), _mm512_loadu_pd(w.T + (m + 1) * C + c0), s1);
+      }
+      if (m < r) s0 = _mm512_fmadd_pd(_mm512_set1_pd(Ar[m]), _mm512_loadu_pd(w.T + m * C + c0), s0);
+      // Lanes c >= r stay zero: every T[m][c] read has m < r.
+      _mm512_storeu_pd(Tr + c0, _mm512_sub_pd(_mm512_setzero_pd(), _mm512_add_pd(s0, s1)));
+    }
+    Tr[r] = 1.0;
+  }
+  // Tu = T diag(β), Tw = -T diag(β e^G), float; zero above the diagonal.
+  for (int r = 0; r < n; ++r)
+    for (int c0 = 0; c0 < C; c0 += 8) {
+      const __m512d t = _mm512_loadu_pd(w.T + r * C + c0);
+      _mm256_storeu_ps(w.Tu + r * C + c0, _mm512_cvtpd_ps(_mm512_mul_pd(t, _mm512_loadu_pd(bd + c0))));
+      _mm256_storeu_ps(w.Tw + r * C + c0, _mm512_cvtpd_ps(_mm512_mul_pd(t, _mm512_loadu_pd(bgd + c0))));
+    }
+
+  // 5. U = Tu V (into Vn), W' = Tw K.
+  Gemm gt;
+  gt.M = n;
+  gt.N = d;
+  gt.k0 = 0;
+  gt.k_tri = true;
+  gt.A = w.Tu;
+  gt.lda = C;
+  gt.B = V0;
+  gt.ldb = in.ldv;
+  gt.Cm = w.Vn;
+  gt.ldc = d;
+  gemm(gt);
+  gt.A = w.Tw;
+  gt.B = K0;
+  gt.ldb = in.ldqk;
+  gt.Cm = w.Wn;
+  gemm(gt);
+
+  // 6. v_new = U + W' S.
+  Gemm gv;
+  gv.M = n;
+  gv.N = d;
+  gv.k0 = d;
+  gv.A = w.Wn;
+  gv.lda = d;
+  gv.B = w.S;
+  gv.ldb = d;
+  gv.Cm = w.Vn;
+  gv.ldc = d;
+  gv.load_c = true;
+  gemm(gv);
+
+  // 7. o = [e^G scale Q | QKm] [S ; v_new]  (v_new lies right after S).
+  Gemm go;
+  go.M = n;
+  go.N = d;
+  go.k0 = d;
+  go.k_tri = true;
+  go.A = w.AQ;
+  go.lda = ldaq;
+  go.B = w.S;
+  go.ldb = d;
+  go.Cm = O0;
+  go.ldc = in.ldo;
+  gemm(go);
+
+  // 8. S <- e^{G_last} S + Σ_c e^{G_last - G_c} k_c v_new_cᵀ.
+  const double glast = G[n - 1];
+  alignas(64) float wd[C];
+  for (int c = 0; c < C; ++c) wd[c] = c < n ? static_cast<float>(exp(glast - G[c])) : 0.0f;
+  for (int i = 0; i < d; ++i)
+    for (int c0 = 0; c0 < n16; c0 += 16) {
+      float* p = w.Kt + i * C + c0;
+      _mm512_storeu_ps(p, _mm512_mul_ps(_mm512_loadu_ps(p), _mm512_load_ps(wd + c0)));
+    }
+  Gemm gs;
+  gs.M = d;
+  gs.N = d;
+  gs.k0 = n;
+  gs.A = w.Kt;
+  gs.lda = C;
+  gs.B = w.Vn;
+  gs.ldb = d;
+  gs.Cm = w.S;
+  gs.ldc = d;
+  gs.load_c = true;
+  gs.cscale = static_cast<float>(exp(glast));
+  gemm(gs);
+}
+
+// ---------------------------------------------------------------------------
+// Per-token recurrence: one pass over each state row per token (decay and k·row,
+// then the delta update and q·row while the row is still in registers).
+
+template <int NV>
+void recurrent_head(const DeltaRuleInput& in, int h, float* S, float* snapshots, int64_t snapshot_from) {
+  constexpr int d = 16 * NV;
+  const int kh = h % in.H_k;
+  const float scale = 1.0f / sqrtf(static_cast<float>(d));
+  const int64_t sf = static_cast<int64_t>(in.H_v) * d * d;
+  for (int64_t t = 0; t < in.T; ++t) {
+    const float* q = in.q + t * in.ldqk + kh * d;
+    const float* k = in.k + t * in.ldqk + kh * d;
+    const float* v = in.v + t * in.ldv + h * d;
+    const __m512 decay = _mm512_set1_ps(expf(in.g[t * in.H_v + h]));
+    const float beta = in.beta[t * in.H_v + h];
+    float* o = in.out + t * in.ldo + h * d;
+    __m512 kr[NV], qr[NV];
+#pragma GCC unroll 8
+    for (int u = 0; u < NV; ++u) {
+      kr[u] = _mm512_loadu_ps(k + 16 * u);
+      qr[u] = _mm512_loadu_ps(q + 16 * u);
+    }
+    for (int j = 0; j < d; ++j) {
+      float* row = S + j * d;
+      __m512 x[NV];
+      __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+#pragma GCC unroll 8
+      for (int u = 0; u < NV; ++u) {
+        x[u] = _mm512_mul_ps(_mm512_loadu_ps(row + 16 * u), decay);
+        if (u & 1) a1 = _mm512_fmadd_ps(x[u], kr[u], a1);
+        else a0 = _mm512_fmadd_ps(x[u], kr[u], a0);
+      }
+      const float kv = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+      const __m512 delta = _mm512_set1_ps(beta * (v[j] - kv));
+      __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
+#pragma GCC unroll 8
+      for (int u = 0; u < NV; ++u) {
+        x[u] = _mm512_fmadd_ps(kr[u], delta, x[u]);
+        _mm512_storeu_ps(row + 16 * u, x[u]);
+        if (u & 1) b1 = _mm512_fmadd_ps(x[u], qr[u], b1);
+        else b0 = _mm512_fmadd_ps(x[u], qr[u], b0);
+      }
+      o[j] = _mm512_reduce_add_ps(_mm512_add_ps(b0, b1)) * scale;
+    }
+    if (snapshots && t >= snapshot_from)
+      memcpy(snapshots + (t - snapshot_from) * sf + static_cast<int64_t>(h) * d * d, S,
+             static_cast<size_t>(d) * d * sizeof(float));
+  }
+}
+
+// Any d that is a multiple of 16 (rows too long to keep in registers): two passes per row.
+void recurrent_head_any(const DeltaRuleInput& in, int h, float* S, float* snapshots, int64_t snapshot_from) {
+  const int d = in.d;
+  const int kh = h % in.H_k;
+  const float scale = 1.0f / sqrtf(static_cast<float>(d));
+  const int64_t sf = static_cast<int64_t>(in.H_v) * d * d;
+  for (int64_t t = 0; t < in.T; ++t) {
+    const float* q = in.q + t * in.ldqk + kh * d;
+    const float* k = in.k + t * in.ldqk + kh * d;
+    const float* v = in.v + t * in.ldv + h * d;
+    const __m512 decay = _mm512_set1_ps(expf(in.g[t * in.H_v + h]));
+    const float beta = in.beta[t * in.H_v + h];
+    float* o = in.out + t * in.ldo + h * d;
+    for (int j = 0; j < d; ++j) {
+      float* row = S + static_cast<int64_t>(j) * d;
+      __m512 a = _mm512_setzero_ps();
+      for (int i = 0; i < d; i += 16) {
+        const __m512 x = _mm512_mul_ps(_mm512_loadu_ps(row + i), decay);
+        _mm512_storeu_ps(row + i, x);
+        a = _mm512_fmadd_ps(x, _mm512_loadu_ps(k + i), a);
+      }
+      const __m512 delta = _mm512_set1_ps(beta * (v[j] - _mm512_reduce_add_ps(a)));
+      __m512 b = _mm512_setzero_ps();
+      for (int i = 0; i < d; i += 16) {
+        const __m512 x = _mm512_fmadd_ps(_mm512_loadu_ps(k + i), delta, _mm512_loadu_ps(row + i));
+        _mm512_storeu_ps(row + i, x);
+        b = _mm512_fmadd_ps(x, _mm512_loadu_ps(q + i), b);
+      }
+      o[j] = _mm512_reduce_add_ps(b) * scale;
+    }
+    if (snapshots && t >= snapshot_from)
+      memcpy(snapshots + (t - snapshot_from) * sf + static_cast<int64_t>(h) * d * d, S,
+             static_cast<size_t>(d) * d * sizeof(float));
+  }
+}
+
+}  // namespace
+
+void delta_rule_recurrent(const DeltaRuleInput& in, float* state, float* snapshots, int64_t snapshot_from) {
+  FlushDenormals ftz;
+  const int d = in.d;
+  const int h_end = in.h_end < 0 ? in.H_v : in.h_end;
+  for (int h = in.h_begin; h < h_end; ++h) {
+    float* S = state + static_cast<int64_t>(h) * d * d;
+    switch (d) {
+      case 16: recurrent_head<1>(in, h, S, snapshots, snapshot_from); break;
+      case 32: recurrent_head<2>(in, h, S, snapshots, snapshot_from); break;
+      case 48: recurrent_head<3>(in, h, S, snapshots, snapshot_from); break;
+      case 64: recurrent_head<4>(in, h, S, snapshots, snapshot_from); break;
+      case 80: recurrent_head<5>(in, h, S, snapshots, snapshot_from); break;
+      case 96: recurrent_head<6>(in, h, S, snapshots, snapshot_from); break;
+      case 112: recurrent_head<7>(in, h, S, snapshots, snapshot_from); break;
+      case 128: recurrent_head<8>(in, h, S, snapshots, snapshot_from); break;
+      default: recurrent_head_any(in, h, S, snapshots, snapshot_from); break;
+    }
+  }
+}
+
+size_t delta_rule_chunked_workspace_floats(int d) { return work_floats(d); }
+
+void delta_rule_chunked(const DeltaRuleInput& in, float* state, float* workspace, const int64_t* cuts, int n_cuts,
+                        float* cut_states) {
+  FlushDenormals ftz;
+  const int d = in.d;
+  Work w = carve(workspace, d);
+  const int64_t sf = static_cast<int64_t>(in.H_v) * d * d;
+  const int64_t hf = static_cast<int64_t>(d) * d;
+  const int h_end = in.h_end < 0 ? in.H_v : in.h_end;
+  for (int h = in.h_begin; h < h_end; ++h) {
+    float* Sh = state + h * hf;  // stored as S[i][j] at [j*d + i]
+    transpose(Sh, d, w.S, d, d, d);
+    int next_cut = 0;
+    auto emit_cuts_at = [&](int64_t pos) {
+      while (next_cut < n_cuts && cuts[next_cut] == pos) {
+        transpose(w.S, d, cut_states + next_cut * sf + h * hf, d, d, d);
+        ++next_cut;
+      }
+    };
+    emit_cuts_at(0);
+    int64_t t0 = 0;
+    while (t0 < in.T) {
+      // Chunks restart at each cut so that the state at the cut exists between chunks.
+      int64_t end = t0 + C < in.T ? t0 + C : in.T;
+      if (next_cut < n_cuts && cuts[next_cut] > t0 && cuts[next_cut] < end) end = cuts[next_cut];
+      chunk_head(in, h, t0, static_cast<int>(end - t0), w);
+      t0 = end;
+      emit_cuts_at(t0);
+    }
+    transpose(w.S, d, Sh, d, d, d);
+  }
+}
+
+}  // namespace tandem::kernels::avx512

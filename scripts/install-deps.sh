@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Tandem builds and tests with (only the missing ones).
+# Node.js and npm are checked by command, not by package: a machine may carry a Node.js
+# build whose `nodejs` package already contains npm (and conflicts with Debian's `npm`).
 set -euo pipefail
 pkgs=(cmake ninja-build g++ ccache pkg-config libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
       libcpp-httplib-dev python3-numpy clang libclang-rt-14-dev
-      libicu-dev nodejs npm)  # ICU: tokenizer Unicode classes; node/npm: the HF reference tests
+      libicu-dev)  # ICU: tokenizer Unicode classes
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
+command -v node >/dev/null 2>&1 || missing+=(nodejs)  # the HF reference tests and the OpenAI client test
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
   SUDO=""

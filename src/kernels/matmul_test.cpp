@@ -35,37 +35,48 @@ class MatmulTest : public ::testing::TestWithParam<Case> {
 
 TEST_P(MatmulTest, EveryTierMatchesScalarReference) {
   const Case c = GetParam();
-  const int64_t rows = 37;
   std::mt19937 rng(static_cast<uint32_t>(c.cols * 131 + static_cast<int>(c.type)));
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> wf(static_cast<size_t>(rows * c.cols));
-  for (auto& x : wf) x = nd(rng) / std::sqrt(static_cast<float>(c.cols));
-  const size_t rb = row_bytes(c.type, c.cols);
-  std::vector<uint8_t> wq(rb * rows);
-  for (int64_t r = 0; r < rows; ++r) quantize_row(c.type, wf.data() + r * c.cols, wq.data() + r * rb, c.cols);
-  WeightMatrix W{c.type, c.cols, rows, wq.data(), rb};
+  // 37 rows: one AMX row panel with a partial 16-row group; 150: three panels, the last partial.
+  for (int64_t rows : {37, 150}) {
+    std::vector<float> wf(static_cast<size_t>(rows * c.cols));
+    for (auto& x : wf) x = nd(rng) / std::sqrt(static_cast<float>(c.cols));
+    const size_t rb = row_bytes(c.type, c.cols);
+    std::vector<uint8_t> wq(rb * rows);
+    for (int64_t r = 0; r < rows; ++r) quantize_row(c.type, wf.data() + r * c.cols, wq.data() + r * rb, c.cols);
+    WeightMatrix W{c.type, c.cols, rows, wq.data(), rb};
 
-  ThreadPool pool(2);
-  for (int64_t T : {1, 2, 3, 4, 5, 8, 9, 17, 40}) {
-    std::vector<float> x(static_cast<size_t>(T * c.cols));
-    for (auto& v : x) v = nd(rng);
-    x[0] = 0.0f;  // an all-but-one-zero block edge case is covered by random sizes; keep one exact zero
-    std::vector<float> ref(static_cast<size_t>(T * rows));
-    matmul_ref(W, x.data(), c.cols, T, ref.data(), rows);
-    double max_ref = 0;
-    for (float v : ref) max_ref = std::max(max_ref, std::fabs(double(v)));
-    for (CpuTier tier : available_tiers()) {
-      set_cpu_tier(tier);
-      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-        KernelContext ctx;
-        ctx.pool = p;
-        std::vector<float> y(static_cast<size_t>(T * rows), NAN);
-        matmul(W, x.data(), c.cols, T, y.data(), rows, ctx);
-        double max_diff = 0;
-        for (size_t i = 0; i < y.size(); ++i) max_diff = std::max(max_diff, std::fabs(double(y[i]) - ref[i]));
-        EXPECT_LE(max_diff, 2e-6 * max_ref + 1e-7)
-            << ggml_type_name(c.type) << " cols=" << c.cols << " T=" << T << " tier=" << cpu_tier_name(tier)
-            << (p ? " threaded" : "");
+    ThreadPool pool(2);
+    // T >= 16 runs the AMX GEMM (where the machine has it) for Q4_0 / Q8_0: full and
+    // partial 16-token tiles.
+    for (int64_t T : {1, 2, 3, 4, 5, 8, 9, 16, 17, 40, 100}) {
+      std::vector<float> x(static_cast<size_t>(T * c.cols));
+      for (auto& v : x) v = nd(rng);
+      x[0] = 0.0f;  // an all-but-one-zero block edge case is covered by random sizes; keep one exact zero
+      if (T >= 3) {
+        // Column 1, block 0: amax 127 (scale 1), so x * 127/amax lands on halves: round-half-even
+        // ties. Column 2, block 0: all zero (d = 0).
+        for (int j = 0; j < 31; ++j) x[c.cols + j] = static_cast<float>(j) - 15.5f;
+        x[c.cols + 31] = 127.0f;
+        for (int j = 0; j < 32; ++j) x[2 * c.cols + j] = 0.0f;
+      }
+      std::vector<float> ref(static_cast<size_t>(T * rows));
+      matmul_ref(W, x.data(), c.cols, T, ref.data(), rows);
+      double max_ref = 0;
+      for (float v : ref) max_ref = std::max(max_ref, std::fabs(double(v)));
+      for (CpuTier tier : available_tiers()) {
+        set_cpu_tier(tier);
+        for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+          KernelContext ctx;
+          ctx.pool = p;
+          std::vector<float> y(static_cast<size_t>(T * rows), NAN);
+          matmul(W, x.data(), c.cols, T, y.data(), rows, ctx);
+          double max_diff = 0;
+          for (size_t i = 0; i < y.size(); ++i) max_diff = std::max(max_diff, std::fabs(double(y[i]) - ref[i]));
+          EXPECT_LE(max_diff, 2e-6 * max_ref + 1e-7)
+              << ggml_type_name(c.type) << " cols=" << c.cols << " T=" << T << " tier=" << cpu_tier_name(tier)
+              << " rows=" << rows << (p ? " threaded" : "");
+        }
       }
     }
   }

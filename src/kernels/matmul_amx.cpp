@@ -1,0 +1,348 @@
+// Compiled with -mamx-tile -mamx-int8 -mamx-bf16 and the AVX-512 flags (see CMakeLists.txt).
+// Plain code and intrinsics only: no library templates or inline library functions, so no
+// AMX / AVX-512 instruction can end up in a function another translation unit links to.
+#include "kernels/matmul_amx.h"
+
+#include <immintrin.h>
+
+#include "gguf/ggml_type.h"
+#include "gguf/quants.h"
+
+namespace tandem::kernels::amx {
+namespace {
+
+// Tile loads and stores of one contiguous 512-byte (load) or 1 KiB (store) tile, with
+// that memory as an asm operand: GCC 12's _tile_loadd names no memory at all (so earlier
+// stores to the source could be moved past it), and a "memory" clobber instead would
+// force the zmm accumulators out to the stack around every tile instruction. Tile
+// numbers must be literals.
+#define TANDEM_TILE_LOAD(t, base, stride)                                      \
+  __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"(base), "r"(static_cast<long>(stride)), \
+                   "m"(*reinterpret_cast<const Bytes512*>(base)))
+#define TANDEM_TILE_STORE(t, base, stride)                                     \
+  __asm__ volatile("tilestored %%tmm" #t ", (%1,%2,1)"                         \
+                   : "=m"(*reinterpret_cast<Bytes1024*>(base))                 \
+                   : "r"(base), "r"(static_cast<long>(stride)))
+#define TANDEM_TILE_ZERO(t) __asm__ volatile("tilezero %%tmm" #t ::)
+#define TANDEM_TILE_DPBSSD(c, a, b) __asm__ volatile("tdpbssd %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
+
+struct Bytes512 { uint8_t b[512]; };
+struct Bytes1024 { uint8_t b[1024]; };
+
+struct alignas(64) TileConfig {
+  uint8_t palette;
+  uint8_t start_row;
+  uint8_t reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+static_assert(sizeof(TileConfig) == 64);
+
+inline void zero_config(TileConfig* c) {
+  auto* p = reinterpret_cast<uint8_t*>(c);
+  for (int i = 0; i < 64; ++i) p[i] = 0;
+}
+
+// ldtilecfg with a memory operand covering the whole 64-byte config (see the header).
+inline void load_config(const TileConfig* cfg) {
+  __asm__ volatile("ldtilecfg %0" ::"m"(*cfg));
+}
+inline void release_tiles() { __asm__ volatile("tilerelease" ::: "memory"); }
+
+// GEMM tiles: 0, 1 int32 results (16 tokens × 16 rows); 2, 3 activations (16 tokens ×
+// 32 bytes); 4, 5 weights (8 rows of 16 × 4 bytes).
+void config_gemm() {
+  TileConfig cfg;
+  zero_config(&cfg);
+  cfg.palette = 1;
+  for (int t = 0; t < 2; ++t) {
+    cfg.rows[t] = 16;
+    cfg.colsb[t] = 64;
+  }
+  for (int t = 2; t < 4; ++t) {
+    cfg.rows[t] = 16;
+    cfg.colsb[t] = 32;
+  }
+  for (int t = 4; t < 6; ++t) {
+    cfg.rows[t] = 8;
+    cfg.colsb[t] = 64;
+  }
+  load_config(&cfg);
+}
+
+constexpr int kBlockTile = 16 * kQK;  // bytes of one A or B tile (one 32-element block)
+
+inline int64_t groups_of(int64_t T) { return (T + kTileCols - 1) / kTileCols; }
+
+// Writes the 16 rows × 32 codes of one block (q[o] points at row o's 32 codes, already
+// unpacked to signed bytes in `rows32`) as a VNNI B tile: dword k/4 of row o goes to
+// tile dword (k/4)*16 + o.
+inline void store_b_tile(const __m256i* rows32, uint8_t* tile) {
+  // 16 rows × 8 dwords -> 8 tile rows × 16 dwords: transpose with two 8×8 passes.
+  alignas(64) uint32_t tmp[16][8];
+  for (int o = 0; o < 16; ++o) _mm256_store_si256(reinterpret_cast<__m256i*>(tmp[o]), rows32[o]);
+  auto* out = reinterpret_cast<uint32_t*>(tile);
+  const __m512i idx = _mm512_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120);
+  for (int kk = 0; kk < 8; ++kk)
+    _mm512_store_si512(out + 16 * kk, _mm512_i32gather_epi32(idx, &tmp[0][kk], 4));
+}
+
+// Unpacks rows [o0, o0 + 16) ∩ [0, rows) of the weights into one 16-row group of the
+// panel: nb B tiles, then nb × 16 scales.
+void unpack_group_q4_0(const uint8_t* w, size_t stride, int64_t nb, int64_t rows, int64_t o0, uint8_t* group) {
+  float* scales = reinterpret_cast<float*>(group + nb * kBlockTile);
+  const __m128i m4 = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i r[16];
+    for (int o = 0; o < 16; ++o) {
+      if (o0 + o >= rows) {
+        r[o] = _mm256_setzero_si256();
+        scales[b * 16 + o] = 0.0f;
+        continue;
+      }
+      const auto* blk = reinterpret_cast<const BlockQ4_0*>(w + static_cast<size_t>(o0 + o) * stride) + b;
+      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->qs));
+      const __m128i lo = _mm_sub_epi8(_mm_and_si128(q, m4), eight);
+      const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m4), eight);
+      r[o] = _mm256_set_m128i(hi, lo);
+      scales[b * 16 + o] = _cvtsh_ss(blk->d);
+    }
+    store_b_tile(r, group + b * kBlockTile);
+  }
+}
+
+void unpack_group_q8_0(const uint8_t* w, size_t stride, int64_t nb, int64_t rows, int64_t o0, uint8_t* group) {
+  float* scales = reinterpret_cast<float*>(group + nb * kBlockTile);
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i r[16];
+    for (int o = 0; o < 16; ++o) {
+      if (o0 + o >= rows) {
+        r[o] = _mm256_setzero_si256();
+        scales[b * 16 + o] = 0.0f;
+        continue;
+      }
+      const auto* blk = reinterpret_cast<const BlockQ8_0*>(w + static_cast<size_t>(o0 + o) * stride) + b;
+      r[o] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs));
+      scales[b * 16 + o] = _cvtsh_ss(blk->d);
+    }
+    store_b_tile(r, group + b * kBlockTile);
+  }
+}
+
+// acc[t] += float(c[t]) * (dw * da[t]) for the 16 tokens of one block's result tile.
+inline void scale_add(const int32_t* c, const float* dw, const float* da, __m512* acc) {
+  const __m512 w = _mm512_load_ps(dw);
+#pragma GCC unroll 16
+  for (int t = 0; t < 16; ++t) {
+    const __m512 s = _mm512_mul_ps(w, _mm512_set1_ps(da[t]));
+    acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c + 16 * t)), s, acc[t]);
+  }
+}
+
+// One 16-token group × one 16-row group over all nb blocks. a: the group's A tiles
+// (nb × 512 bytes) then scales (nb × 16); b: the row group's B tiles then scales.
+// Software pipelined by one step of two blocks: step s multiplies blocks 2s, 2s + 1 in
+// tiles 0 and 1 and stores them to one half of cbuf while the vector units scale the
+// other half (step s − 1), so the loads never wait for a tile store just issued (tile
+// stores do not forward to loads).
+// B tiles are prefetched this many blocks ahead (+5-10% on K = 1024 shapes, neutral at 3584).
+constexpr int64_t kPrefetchBlocks = 4;
+
+void group_product(const uint8_t* a, const float* da, const uint8_t* b, const float* dw, int64_t nb, float* y,
+                   int64_t ldy, int ntok, __mmask16 rmask, int32_t* cbuf) {
+  __m512 acc[16];
+#pragma GCC unroll 16
+  for (int t = 0; t < 16; ++t) acc[t] = _mm512_setzero_ps();
+  const int64_t steps = (nb + 1) / 2;
+  for (int64_t s = 0; s < steps; ++s) {
+    const int64_t k = 2 * s;
+    int32_t* cb = cbuf + (s & 1) * 512;
+    if (k + kPrefetchBlocks < nb) {  // the row group's B tiles come from L2: ask for two blocks early
+      const char* next = reinterpret_cast<const char*>(b + (k + kPrefetchBlocks) * kBlockTile);
+#pragma GCC unroll 16
+      for (int l = 0; l < 16; ++l) _mm_prefetch(next + 64 * l, _MM_HINT_T0);
+    }
+    TANDEM_TILE_ZERO(0);
+    TANDEM_TILE_LOAD(2, a + k * kBlockTile, 32);
+    TANDEM_TILE_LOAD(4, b + k * kBlockTile, 64);
+    TANDEM_TILE_DPBSSD(0, 2, 4);
+    const bool two = k + 1 < nb;
+    if (two) {
+      TANDEM_TILE_ZERO(1);
+      TANDEM_TILE_LOAD(3, a + (k + 1) * kBlockTile, 32);
+      TANDEM_TILE_LOAD(5, b + (k + 1) * kBlockTile, 64);
+      TANDEM_TILE_DPBSSD(1, 3, 5);
+    }
+    if (s > 0) {  // the previous step always had two blocks
+      const int32_t* pb = cbuf + ((s - 1) & 1) * 512;
+      scale_add(pb, dw + (k - 2) * 16, da + (k - 2) * 16, acc);
+      scale_add(pb + 256, dw + (k - 1) * 16, da + (k - 1) * 16, acc);
+    }
+    TANDEM_TILE_STORE(0, cb, 64);
+    if (two) TANDEM_TILE_STORE(1, cb + 256, 64);
+  }
+  if (steps > 0) {
+    const int64_t k = 2 * (steps - 1);
+    const int32_t* pb = cbuf + ((steps - 1) & 1) * 512;
+    scale_add(pb, dw + k * 16, da + k * 16, acc);
+    if (k + 1 < nb) scale_add(pb + 256, dw + (k + 1) * 16, da + (k + 1) * 16, acc);
+  }
+  for (int t = 0; t < ntok; ++t) _mm512_mask_storeu_ps(y + t * ldy, rmask, acc[t]);
+}
+
+// ggml's Q8_0 activation rule, as activation_quant.cpp's to_q8_0 (the test compares the
+// two through the scalar reference): amax ignoring NaN, d = fp16(amax / 127),
+// q = round-half-even(x * (127 / amax)) clamped to [-127, 127], NaN -> 0. Writes the 32
+// codes and returns d as a float.
+inline float quantize_block(__m512 v0, __m512 v1, uint8_t* out) {
+  // vmaxps returns its second operand when either is NaN: NaN lanes of x are ignored.
+  __m512 m = _mm512_max_ps(_mm512_abs_ps(v0), _mm512_setzero_ps());
+  m = _mm512_max_ps(_mm512_abs_ps(v1), m);
+  const float amax = _mm512_reduce_max_ps(m);
+  const uint16_t dh = _cvtss_sh(amax / 127.0f, _MM_FROUND_TO_NEAREST_INT);
+  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+  const __m512 vid = _mm512_set1_ps(id), lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+  __m512i q[2];
+  const __m512 v[2] = {v0, v1};
+  for (int h = 0; h < 2; ++h) {
+    __m512 y = _mm512_mul_ps(v[h], vid);
+    y = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(y, y, _CMP_ORD_Q), y);
+    y = _mm512_min_ps(_mm512_max_ps(y, lo), hi);
+    q[h] = _mm512_cvtps_epi32(_mm512_roundscale_ps(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(q[0]));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16), _mm512_cvtepi32_epi8(q[1]));
+  return _cvtsh_ss(dh);
+}
+
+using UnpackFn = void (*)(const uint8_t*, size_t, int64_t, int64_t, int64_t, uint8_t*);
+
+void gemm(UnpackFn unpack, const uint8_t* w, size_t stride, int64_t n, int64_t rows, int64_t r0, int64_t r1,
+          const uint8_t* acts, int64_t T, float* y, int64_t ldy, uint8_t* panel) {
+  const int64_t nb = n / kQK;
+  const int64_t groups = groups_of(T);
+  const int64_t rgroups = (r1 - r0 + 15) / 16;
+  const size_t group_bytes = static_cast<size_t>(nb) * (kBlockTile + 64);
+  for (int64_t g = 0; g < rgroups; ++g) unpack(w, stride, nb, rows, r0 + 16 * g, panel + g * group_bytes);
+
+  alignas(64) int32_t cbuf[4 * 256];
+  config_gemm();
+  const uint8_t* a_codes = acts;
+  const float* a_scales = reinterpret_cast<const float*>(acts + groups * nb * kBlockTile);
+  for (int64_t tg = 0; tg < groups; ++tg) {
+    const int ntok = static_cast<int>(T - tg * kTileCols < kTileCols ? T - tg * kTileCols : kTileCols);
+    const uint8_t* a = a_codes + tg * nb * kBlockTile;
+    const float* da = a_scales + tg * nb * 16;
+    for (int64_t g = 0; g < rgroups; ++g) {
+      const int64_t o0 = r0 + 16 * g;
+      const int64_t left = r1 - o0;
+      const __mmask16 rmask = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
+      const uint8_t* bg = panel + g * group_bytes;
+      group_product(a, da, bg, reinterpret_cast<const float*>(bg + nb * kBlockTile), nb,
+                    y + tg * kTileCols * ldy + o0, ldy, ntok, rmask, cbuf);
+    }
+  }
+  release_tiles();
+}
+
+}  // namespace
+
+size_t q8_tiles_bytes(int64_t n, int64_t T) {
+  return static_cast<size_t>(groups_of(T)) * static_cast<size_t>(n / kQK) * (kBlockTile + 64);
+}
+
+void pack_q8_tile_column(const float* x, int64_t n, int64_t T, int64_t t, uint8_t* acts) {
+  const int64_t nb = n / kQK, groups = groups_of(T);
+  const int64_t tg = t / kTileCols, r = t % kTileCols;
+  uint8_t* codes = acts + tg * nb * kBlockTile + r * kQK;
+  float* scales = reinterpret_cast<float*>(acts + groups * nb * kBlockTile) + tg * nb * 16 + r;
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m512 v0 = _mm512_loadu_ps(x + b * kQK), v1 = _mm512_loadu_ps(x + b * kQK + 16);
+    scales[b * 16] = quantize_block(v0, v1, codes + b * kBlockTile);
+  }
+}
+
+void pad_q8_tiles(int64_t n, int64_t T, uint8_t* acts) {
+  const int64_t nb = n / kQK, groups = groups_of(T);
+  const int64_t tg = groups - 1;
+  float* scales = reinterpret_cast<float*>(acts + groups * nb * kBlockTile) + tg * nb * 16;
+  for (int64_t t = T; t < groups * kTileCols; ++t) {
+    const int64_t r = t % kTileCols;
+    for (int64_t b = 0; b < nb; ++b) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(acts + tg * nb * kBlockTile + b * kBlockTile + r * kQK),
+                          _mm256_setzero_si256());
+      scales[b * 16 + r] = 0.0f;
+    }
+  }
+}
+
+size_t panel_bytes(int64_t n) {
+  return static_cast<size_t>(kPanelRows / 16) * static_cast<size_t>(n / kQK) * (kBlockTile + 64);
+}
+
+void gemm_q4_0(const uint8_t* w, size_t stride, int64_t n, int64_t rows, int64_t r0, int64_t r1,
+               const uint8_t* acts, int64_t T, float* y, int64_t ldy, uint8_t* panel) {
+  gemm(unpack_group_q4_0, w, stride, n, rows, r0, r1, acts, T, y, ldy, panel);
+}
+
+void gemm_q8_0(const uint8_t* w, size_t stride, int64_t n, int64_t rows, int64_t r0, int64_t r1,
+               const uint8_t* acts, int64_t T, float* y, int64_t ldy, uint8_t* panel) {
+  gemm(unpack_group_q8_0, w, stride, n, rows, r0, r1, acts, T, y, ldy, panel);
+}
+
+int64_t peak_amx_int8(int64_t iters, int k_bytes) {
+  TileConfig cfg;
+  zero_config(&cfg);
+  cfg.palette = 1;
+  for (int t = 0; t < 8; ++t) {
+    cfg.rows[t] = t >= 6 ? static_cast<uint8_t>(k_bytes / 4) : 16;
+    cfg.colsb[t] = t >= 4 && t < 6 ? static_cast<uint16_t>(k_bytes) : 64;
+  }
+  // 0-3: C; 4, 5: A (16 × k_bytes); 6, 7: B (k_bytes/4 × 64).
+  load_config(&cfg);
+  alignas(64) int8_t src[16 * 64];
+  for (int i = 0; i < 16 * 64; ++i) src[i] = static_cast<int8_t>(i * 7 - 3);
+  __asm__ volatile("" ::: "memory");
+  TANDEM_TILE_ZERO(0);
+  TANDEM_TILE_ZERO(1);
+  TANDEM_TILE_ZERO(2);
+  TANDEM_TILE_ZERO(3);
+  TANDEM_TILE_LOAD(4, src, 64);
+  TANDEM_TILE_LOAD(5, src, 64);
+  TANDEM_TILE_LOAD(6, src, 64);
+  TANDEM_TILE_LOAD(7, src, 64);
+  for (int64_t i = 0; i < iters; ++i) {
+    TANDEM_TILE_DPBSSD(0, 4, 6);
+    TANDEM_TILE_DPBSSD(1, 4, 7);
+    TANDEM_TILE_DPBSSD(2, 5, 6);
+    TANDEM_TILE_DPBSSD(3, 5, 7);
+  }
+  alignas(64) int32_t out[256];
+  TANDEM_TILE_STORE(0, out, 64);
+  release_tiles();
+  __asm__ volatile("" ::"r"(out[0]) : "memory");
+  return iters * 4 * 16 * 16 * k_bytes;
+}
+
+int64_t peak_vnni_int8(int64_t iters) {
+  __m512i acc[8];
+  for (int j = 0; j < 8; ++j) acc[j] = _mm512_set1_epi32(j);
+  const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-5);
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) acc[j] = _mm512_dpbusd_epi32(acc[j], a, b);
+    __asm__ volatile("" : "+v"(acc[0]), "+v"(acc[1]), "+v"(acc[2]), "+v"(acc[3]), "+v"(acc[4]), "+v"(acc[5]),
+                     "+v"(acc[6]), "+v"(acc[7]));
+  }
+  __m512i s = acc[0];
+  for (int j = 1; j < 8; ++j) s = _mm512_add_epi32(s, acc[j]);
+  __asm__ volatile("" ::"v"(s));
+  return iters * 8 * 64;
+}
+
+#undef TANDEM_TILE_LOAD
+#undef TANDEM_TILE_STORE
+#undef TANDEM_TILE_ZERO
+#undef TANDEM_TILE_DPBSSD
+
+}  // namespace tandem::kernels::amx

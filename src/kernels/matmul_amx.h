@@ -1,0 +1,68 @@
+// AMX (int8 tiles) GEMM for prefill: Q4_0 and Q8_0 weights × Q8_0 activations, T >= 16 columns.
+//
+// Exactly the integer block sums of the scalar reference: one TDPBSSD per 32-element block
+// (tile K = 32 bytes), so each 16×16 int32 tile is sumi_b(token, row) of one block; it is
+// stored, converted and scaled by d_a(token, b) * d_w(row, b) in float with AVX-512 and
+// accumulated in 16 zmm registers (one per token of the tile). Two blocks cannot share a
+// tile product: their scales are arbitrary fp16 values, so no exact integer pre-scaling
+// exists (and the Q8_K sub-block scales of the K-quants do not fit in int8 either).
+//
+// Layouts (all 64-byte aligned):
+//  * activations ("A tiles"): per group of 16 tokens, per block: 16 rows × 32 signed codes
+//    (ggml's Q8_0 codes, as quantize_activation makes them), then per group and block the
+//    16 float scales d_a. Tokens past T are zero (codes and scales).
+//  * weights: the mmap'd ggml blocks are unpacked per task into a per-thread panel of
+//    kPanelRows rows: per 16 rows, per block, the VNNI "B tile" (8 rows of 16 × 4 bytes,
+//    B[k/4][o*4 + k%4] = q(o, k), Q4_0 codes as q − 8), then the 16 float scales d_w; rows
+//    past the matrix are zero. The panel is reused across all token groups.
+//
+// Measured on this machine (Sapphire Rapids class, in L1): TDPBSSD K = 32 costs the same
+// ~16 cycles as K = 64 (half the tile ceiling); a 16-row TILESTORED costs ~17 cycles and
+// does not overlap with the AVX-512 scaling (~19 cycles per block tile): stores + scaling
+// bound a block tile at ~45 cycles in cache, whatever the pipelining depth. Loop order:
+// token groups outer, row groups inner (the 16×K A tiles stay in L1, the panel in L2,
+// its B tiles prefetched a few blocks ahead).
+//
+// Tile state is configured (ldtilecfg through inline asm over the whole 64-byte config:
+// GCC 12's _tile_loadconfig claims to read 8 bytes only, so the config stores can be
+// dropped) at the start of every gemm call and released (tilerelease) before it returns.
+//
+// Only callable when cpu_features() reports AMX-INT8 with OS permission (the Amx tier).
+// This translation unit is compiled with AMX and AVX-512 flags and uses no library
+// templates or inline library code.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tandem::kernels::amx {
+
+constexpr int kTileCols = 16;   // tokens per A tile (and weight rows per B tile)
+constexpr int kPanelRows = 64;  // weight rows one task unpacks and reuses across all tokens
+
+// Bytes the A tiles of T tokens × n elements (n a multiple of 32) take.
+size_t q8_tiles_bytes(int64_t n, int64_t T);
+// Quantizes token t (n floats at x) like ggml's Q8_0 into its A-tile slots.
+void pack_q8_tile_column(const float* x, int64_t n, int64_t T, int64_t t, uint8_t* acts);
+// Zeroes the slots of tokens [T, round_up(T, 16)) (call once, after or before packing).
+void pad_q8_tiles(int64_t n, int64_t T, uint8_t* acts);
+
+// Bytes of one per-thread weight panel of kPanelRows rows × n elements.
+size_t panel_bytes(int64_t n);
+
+// Y[t*ldy + r] = W[r] · act[t] for rows [r0, r1) (r1 − r0 <= kPanelRows), t < T.
+// w: row 0 of the weight matrix (ggml blocks, `stride` bytes per row); rows: the matrix's
+// row count (rows past it in the panel are zero); panel: panel_bytes(n), 64-byte aligned.
+void gemm_q4_0(const uint8_t* w, size_t stride, int64_t n, int64_t rows, int64_t r0, int64_t r1,
+               const uint8_t* acts, int64_t T, float* y, int64_t ldy, uint8_t* panel);
+void gemm_q8_0(const uint8_t* w, size_t stride, int64_t n, int64_t rows, int64_t r0, int64_t r1,
+               const uint8_t* acts, int64_t T, float* y, int64_t ldy, uint8_t* panel);
+
+// In-cache int8 ceilings for benchmarks: `iters` rounds of back-to-back products on
+// resident registers; return the number of multiply-accumulates done.
+//  AMX: 4 independent TDPBSSD per round on 16×64 tiles (k_bytes = 64) or 16×32 (k_bytes = 32).
+int64_t peak_amx_int8(int64_t iters, int k_bytes);
+//  AVX-512 VNNI: 8 independent VPDPBUSD zmm per round.
+int64_t peak_vnni_int8(int64_t iters);
+
+}  // namespace tandem::kernels::amx

@@ -269,6 +269,39 @@ TEST(DeltaRule, HeadRangeTouchesOnlyItsHeads) {
   }
 }
 
+// Nearly parallel keys, strong writes and almost no decay: the worst conditioning
+// of I + A in the chunked algorithm (T's entries alternate and grow).
+TEST(DeltaRule, CorrelatedKeysMatchOracle) {
+  TierGuard guard;
+  for (int d : {32, 128}) {
+    Case c = make_case(1, 2, d, 200, 11u + static_cast<uint32_t>(d));
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> u11(-1.0f, 1.0f), ub(0.9f, 1.0f), ug(-1e-3f, 0.0f);
+    std::vector<float> base(d);
+    for (auto& x : base) x = u11(rng);
+    for (int64_t t = 0; t < c.T; ++t) {
+      for (int i = 0; i < d; ++i) c.k[t * d + i] = base[i] + 0.1f * u11(rng);
+      l2_norm(&c.k[t * d], &c.k[t * d], d, 1e-6f);
+    }
+    for (auto& x : c.beta) x = ub(rng);
+    for (auto& x : c.g) x = ug(rng);
+    std::vector<double> S_ref, o_ref;
+    oracle(c, S_ref, o_ref, nullptr);
+    for (CpuTier tier : available_tiers()) {
+      set_cpu_tier(tier);
+      SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << d);
+      std::vector<float> out_r(c.T * c.H_v * d), out_c(out_r.size()), S_r = c.state0, S_c = c.state0;
+      ScratchBuffer scratch;
+      delta_rule_recurrent(input_of(c, out_r.data()), S_r.data());
+      delta_rule_chunked(input_of(c, out_c.data()), S_c.data(), scratch);
+      EXPECT_LE(rel_diff(out_r, o_ref), 1e-5);
+      EXPECT_LE(rel_diff(S_r, S_ref), 1e-5);
+      EXPECT_LE(rel_diff(out_c, o_ref), 1e-5);
+      EXPECT_LE(rel_diff(S_c, S_ref), 1e-5);
+    }
+  }
+}
+
 // Fast decays: e^G underflows inside a chunk (and to denormals in float).
 TEST(DeltaRule, StrongDecaysMatchOracle) {
   TierGuard guard;

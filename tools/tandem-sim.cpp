@@ -1,0 +1,347 @@
+// tandem-sim: the replay model of serving spec §6. Predicts N - R, passes and every count of §5 per
+// request for server configurations, by running serve/'s Slot, policies and planner through the
+// NullBackend dry run over the trace's token streams (tokenized exactly as tandem-server does).
+//
+//   tandem-sim -m MODEL.gguf --trace trace.jsonl [--config "name: server flags"]... [--cost FILE|a,b,c,d]
+//   tandem-sim -m MODEL.gguf --trace trace.jsonl --check server-log.jsonl --config "flags the server ran"
+//   tandem-sim calibrate -m MODEL.gguf [-t THREADS] [-o cost.json]
+//   tandem-sim sweep -m MODEL.gguf --trace trace.jsonl --cost cost.json [--config "base flags"]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "agent/request_tokens.h"
+#include "agent/sim.h"
+#include "agent/trace.h"
+#include "gguf/gguf_file.h"
+#include "model/qwen35_model.h"
+#include "serve/model_backend.h"
+
+using namespace tandem;
+using namespace tandem::agent;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+void usage() {
+  std::fprintf(stderr,
+               "usage:\n"
+               "  tandem-sim -m MODEL.gguf --trace T.jsonl [options]      predict counts per request and configuration\n"
+               "  tandem-sim calibrate -m MODEL.gguf [-t N] [-o cost.json] measure a (ms/token), b (ms/pass), c (ms/copy), d (ms/output token)\n"
+               "  tandem-sim sweep -m MODEL.gguf --trace T.jsonl --cost C  predicted mean step latency over min-gap, checkpoints, cache\n"
+               "options:\n"
+               "  --config \"name: flags\"  a server configuration (tandem-server's flags; repeatable). Default: stock,\n"
+               "                          marconi, divergence (no consolidation) and divergence+consolidation\n"
+               "  --outputs LOG.jsonl     generated tokens per request from a server's --log-requests file\n"
+               "                          (default: the trace's expected_action + end of turn)\n"
+               "  --check LOG.jsonl       compare with a server's --log-requests file (one --config: the server's\n"
+               "                          flags); exit 1 on any difference in N-R, passes or another count\n"
+               "  --per-request           print every request\n"
+               "  --json FILE             write {config, request, stats} lines\n"
+               "  --cost FILE|a,b,c[,d]   cost model (tandem-sim calibrate): adds predicted latencies\n"
+               "  -t N                    threads (calibrate)\n");
+}
+
+struct Loaded {
+  std::unique_ptr<GgufFile> file;
+  std::unique_ptr<text::Tokenizer> tok;
+  std::unique_ptr<text::ChatTemplate> tmpl;
+  Qwen35HParams hp;
+};
+
+Loaded load_model_meta(const std::string& path) {
+  Loaded m;
+  m.file = GgufFile::open(path);
+  m.hp = Qwen35HParams::from_gguf(*m.file);
+  m.tok = text::Tokenizer::from_gguf(*m.file);
+  // As tandem-server: an unrecognized template falls back to ChatML.
+  try {
+    m.tmpl = std::make_unique<text::ChatTemplate>(text::ChatTemplate::from_gguf_template(m.tok->vocab().chat_template()));
+  } catch (const text::ChatTemplateError& e) {
+    std::fprintf(stderr, "tandem-sim: warning: %s; using ChatML\n", e.what());
+    m.tmpl = std::make_unique<text::ChatTemplate>(text::ChatTemplateFamily::ChatML);
+  }
+  return m;
+}
+
+std::vector<ojson> read_log(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  std::vector<ojson> out;
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty()) out.push_back(ojson::parse(line));
+  return out;
+}
+
+double mean_from(const std::vector<serve::RequestStats>& st, size_t first, auto field) {
+  double s = 0;
+  size_t n = 0;
+  for (size_t i = first; i < st.size(); ++i, ++n) s += static_cast<double>(field(st[i]));
+  return n ? s / static_cast<double>(n) : 0;
+}
+
+struct Summary {
+  double new_tokens, kv_bound, passes, created, restored, prefill_ms, step_ms;
+};
+Summary summarize(const std::vector<serve::RequestStats>& st, const CostModel* cost) {
+  // Requests 2..n, as the paper reports (the first request prefills everything under any policy).
+  const size_t f = st.size() > 1 ? 1 : 0;
+  Summary s{};
+  s.new_tokens = mean_from(st, f, [](const auto& r) { return r.new_tokens; });
+  s.kv_bound = mean_from(st, f, [](const auto& r) { return r.kv_bound; });
+  s.passes = mean_from(st, f, [](const auto& r) { return r.passes; });
+  s.created = mean_from(st, 0, [](const auto& r) { return r.checkpoints_created; }) * static_cast<double>(st.size());
+  s.restored = mean_from(st, 0, [](const auto& r) { return r.checkpoints_restored; }) * static_cast<double>(st.size());
+  if (cost) {
+    s.prefill_ms = mean_from(st, f, [&](const auto& r) { return cost->prefill_ms(r); });
+    s.step_ms = mean_from(st, f, [&](const auto& r) { return cost->step_ms(r); });
+  }
+  return s;
+}
+
+std::vector<ServeSettings> default_configs() {
+  return {parse_config("stock: --checkpoint-policy stock --consolidate-batches off"),
+          parse_config("marconi: --checkpoint-policy marconi --consolidate-batches off"),
+          parse_config("divergence: --checkpoint-policy divergence --consolidate-batches off"),
+          parse_config("divergence+consolidation: --checkpoint-policy divergence --consolidate-batches on")};
+}
+
+// ----- calibrate -----
+
+int calibrate(const std::string& model_path, int threads, const std::string& out_path) {
+  auto model = Qwen35Model::load(model_path, threads);
+  const int64_t n_vocab = model->hparams().n_vocab;
+  serve::ModelBackend backend(*model, 2048);
+  std::vector<int32_t> toks(1024);
+  for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<int32_t>((i * 7919 + 13) % static_cast<size_t>(n_vocab));
+  std::vector<CostSample> samples;
+  using Clock = std::chrono::steady_clock;
+  auto ms = [](Clock::time_point a) { return std::chrono::duration<double, std::milli>(Clock::now() - a).count(); };
+  // A prefill of T tokens in k passes with c checkpoint copies (c cuts handed back by the passes).
+  auto run = [&](int64_t T, int k, int copies) {
+    backend.reset();
+    std::vector<RecurrentCheckpoint> states(static_cast<size_t>(copies));
+    const auto t0 = Clock::now();
+    int64_t pos = 0;
+    for (int p = 0; p < k; ++p) {
+      const int64_t n = (T - pos) / (k - p);
+      std::vector<int64_t> cuts;
+      std::span<RecurrentCheckpoint> cs;
+      if (p == 0 && copies > 0) {
+        for (int c = 0; c < copies; ++c) cuts.push_back(pos + 1 + (n - 2) * (c + 1) / (copies + 1));
+        cs = std::span(states);
+      }
+      backend.run(std::span(toks).subspan(static_cast<size_t>(pos), static_cast<size_t>(n)), cuts, p == k - 1, cs);
+      pos += n;
+    }
+    return ms(t0);
+  };
+  run(64, 1, 0);  // warm-up
+  const int64_t sizes[] = {64, 128, 256, 512};
+  for (int rep = 0; rep < 2; ++rep)
+    for (int64_t T : sizes)
+      for (int k : {1, 2, 4})
+        for (int c : {0, 2}) {
+          const double t = run(T, k, c);
+          samples.push_back({static_cast<double>(T), static_cast<double>(k), static_cast<double>(c), t});
+          std::fprintf(stderr, "\r  prefill %4lld tokens, %d passes, %d copies: %8.2f ms   ", static_cast<long long>(T), k, c, t);
+        }
+  std::fprintf(stderr, "\n");
+  CostModel m = fit_cost_model(samples);
+  // Decode: one token at a time after a 256-token prefill.
+  backend.reset();
+  backend.run(std::span(toks).subspan(0, 256), {}, true, {});
+  const auto t0 = Clock::now();
+  const int n_dec = 32;
+  for (int i = 0; i < n_dec; ++i) backend.run(std::span(toks).subspan(256 + static_cast<size_t>(i), 1), {}, true, {});
+  m.ms_per_output_token = ms(t0) / n_dec;
+  m.note = "tandem-sim calibrate -m " + model_path + " (threads " + std::to_string(threads) + ")";
+  const nlohmann::json j = m;
+  std::printf("a = %.4f ms/token, b = %.3f ms/pass, c = %.3f ms/copy, d = %.3f ms/output token\n", m.ms_per_token,
+              m.ms_per_pass, m.ms_per_copy, m.ms_per_output_token);
+  if (m.ms_per_token > 0)
+    std::printf("one pass costs as much as %.0f tokens; a copy as much as %.0f tokens\n", m.ms_per_pass / m.ms_per_token,
+                m.ms_per_copy / m.ms_per_token);
+  if (!out_path.empty()) {
+    std::ofstream(out_path) << j.dump(2) << "\n";
+    std::fprintf(stderr, "wrote %s\n", out_path.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode = "predict";
+  int first = 1;
+  if (argc > 1 && (std::string(argv[1]) == "calibrate" || std::string(argv[1]) == "sweep")) {
+    mode = argv[1];
+    first = 2;
+  }
+  std::string model_path, trace_path, outputs_path, check_path, json_path, cost_spec, out_path;
+  std::vector<std::string> config_specs;
+  bool per_request = false;
+  int threads = 0;
+  try {
+    for (int i = first; i < argc; ++i) {
+      const std::string a = argv[i];
+      auto value = [&]() -> std::string {
+        if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+        return argv[++i];
+      };
+      if (a == "-m" || a == "--model") model_path = value();
+      else if (a == "--trace") trace_path = value();
+      else if (a == "--config") config_specs.push_back(value());
+      else if (a == "--outputs") outputs_path = value();
+      else if (a == "--check") check_path = value();
+      else if (a == "--json") json_path = value();
+      else if (a == "--cost") cost_spec = value();
+      else if (a == "--per-request") per_request = true;
+      else if (a == "-t" || a == "--threads") threads = std::stoi(value());
+      else if (a == "-o") out_path = value();
+      else if (a == "-h" || a == "--help") {
+        usage();
+        return 0;
+      } else throw std::invalid_argument("unknown option " + a);
+    }
+    if (model_path.empty()) throw std::invalid_argument("-m MODEL.gguf is required");
+    if (mode != "calibrate" && trace_path.empty()) throw std::invalid_argument("--trace is required");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tandem-sim: %s\n", e.what());
+    usage();
+    return 2;
+  }
+
+  try {
+    if (mode == "calibrate") return calibrate(model_path, threads, out_path);
+
+    const Loaded m = load_model_meta(model_path);
+    const std::vector<TraceRecord> trace = read_trace(trace_path);
+    std::vector<RequestTokens> tokens;
+    for (const TraceRecord& r : trace) tokens.push_back(tokenize_request(*m.tok, *m.tmpl, r.body));
+
+    // Generated tokens: from a server log, or the expected actions.
+    std::vector<ojson> log;
+    const std::string log_path = !check_path.empty() ? check_path : outputs_path;
+    if (!log_path.empty()) {
+      log = read_log(log_path);
+      if (log.size() != trace.size())
+        throw std::runtime_error(log_path + " has " + std::to_string(log.size()) + " requests, the trace " +
+                                 std::to_string(trace.size()));
+    }
+    std::vector<serve::RecordedRequest> recorded;
+    for (size_t i = 0; i < trace.size(); ++i) {
+      std::vector<int32_t> sampled = log.empty() ? expected_output(*m.tok, trace[i])
+                                                 : log[i]["output"].get<std::vector<int32_t>>();
+      recorded.push_back(recorded_request(tokens[i], sampled));
+    }
+
+    std::unique_ptr<CostModel> cost;
+    if (!cost_spec.empty()) cost = std::make_unique<CostModel>(parse_cost_model(cost_spec));
+
+    if (mode == "sweep") {
+      if (!cost) throw std::invalid_argument("sweep needs --cost (tandem-sim calibrate -o cost.json)");
+      ServeSettings base = config_specs.empty() ? ServeSettings() : parse_config(config_specs[0]);
+      std::printf("predicted mean step latency (requests 2..%zu), cost a=%.3f b=%.2f c=%.2f d=%.2f ms\n", trace.size(),
+                  cost->ms_per_token, cost->ms_per_pass, cost->ms_per_copy, cost->ms_per_output_token);
+      std::printf("| setting | policy | N-R | passes | prefill ms | step ms |\n|---|---|---:|---:|---:|---:|\n");
+      auto row = [&](const std::string& label, ServeSettings s) {
+        const Summary x = summarize(simulate(recorded, s, m.hp), cost.get());
+        std::printf("| %s | %s | %.1f | %.2f | %.1f | %.1f |\n", label.c_str(), describe(s).c_str(), x.new_tokens,
+                    x.passes, x.prefill_ms, x.step_ms);
+      };
+      for (const char* pol : {"stock", "marconi"}) {
+        ServeSettings s = base;
+        s.policy.kind = serve::parse_policy_kind(pol);
+        row(std::string("policy ") + pol, s);
+      }
+      for (int64_t g : {0, 8, 16, 32, 64, 128}) {
+        ServeSettings s = base;
+        s.policy.kind = serve::PolicyKind::Divergence;
+        s.policy.divergence.min_gap = g;
+        row("min-gap " + std::to_string(g), s);
+      }
+      for (int c : {1, 2, 4, 8, 16, 32}) {
+        ServeSettings s = base;
+        s.slot.ctx_checkpoints = c;
+        row("ctx-checkpoints " + std::to_string(c), s);
+      }
+      for (size_t mib : {size_t(0), size_t(64), size_t(512), size_t(4096)}) {
+        ServeSettings s = base;
+        s.cache_ram_mib = mib;
+        row("cache-ram " + std::to_string(mib), s);
+      }
+      for (bool c : {false, true}) {
+        ServeSettings s = base;
+        s.slot.batch.consolidate = c;
+        row(std::string("consolidate ") + (c ? "on" : "off"), s);
+      }
+      return 0;
+    }
+
+    std::vector<ServeSettings> configs;
+    for (const auto& c : config_specs) configs.push_back(parse_config(c));
+    if (configs.empty()) {
+      if (!check_path.empty()) configs.push_back(ServeSettings());  // the server's defaults
+      else configs = default_configs();
+    }
+    if (!check_path.empty() && configs.size() != 1)
+      throw std::invalid_argument("--check compares one configuration (the server's flags)");
+
+    std::ofstream json_out;
+    if (!json_path.empty()) json_out.open(json_path);
+    std::printf("| configuration | N-R | N-L (KV bound) | passes | ckpt created | ckpt restored |%s\n",
+                cost ? " prefill ms | step ms |" : "");
+    std::printf("|---|---:|---:|---:|---:|---:|%s\n", cost ? "---:|---:|" : "");
+    int mismatches = 0;
+    for (const ServeSettings& s : configs) {
+      const std::vector<serve::RequestStats> st = simulate(recorded, s, m.hp);
+      const Summary x = summarize(st, cost.get());
+      std::printf("| %s | %.1f | %.1f | %.2f | %.0f | %.0f |", s.name.c_str(), x.new_tokens, x.kv_bound, x.passes, x.created,
+                  x.restored);
+      if (cost) std::printf(" %.1f | %.1f |", x.prefill_ms, x.step_ms);
+      std::printf("\n");
+      for (size_t i = 0; i < st.size(); ++i) {
+        if (json_out.is_open()) {
+          nlohmann::json j = {{"config", s.name}, {"request", i + 1}, {"stats", st[i]}};
+          json_out << j.dump() << "\n";
+        }
+        if (per_request)
+          std::printf("  %3zu %-4s %2lld  N %5lld  L %5lld  R %5lld  N-R %5lld  N-L %5lld  passes %lld  created %lld\n", i + 1,
+                      trace[i].episode.c_str(), static_cast<long long>(trace[i].step), (long long)st[i].n_prompt,
+                      (long long)st[i].lcp, (long long)st[i].restore_pos, (long long)st[i].new_tokens,
+                      (long long)st[i].kv_bound, (long long)st[i].passes, (long long)st[i].checkpoints_created);
+      }
+      if (!check_path.empty()) {
+        for (size_t i = 0; i < st.size(); ++i) {
+          const ojson& rec = log[i];
+          const auto prompt = rec["prompt"].get<std::vector<int32_t>>();
+          if (prompt != tokens[i].ids) {
+            std::printf("request %zu: the server's prompt tokens differ from the trace's tokenization\n", i + 1);
+            ++mismatches;
+            continue;
+          }
+          serve::RequestStats server = nlohmann::json::parse(rec["timings"].dump()).get<serve::RequestStats>();
+          if (!st[i].same_counts(server)) {
+            std::printf("request %zu: server N-R %lld passes %lld | sim N-R %lld passes %lld (and other counts)\n", i + 1,
+                        (long long)server.new_tokens, (long long)server.passes, (long long)st[i].new_tokens,
+                        (long long)st[i].passes);
+            ++mismatches;
+          }
+        }
+        std::printf("%s: %zu/%zu requests identical (N-R, passes and every count)\n", mismatches ? "MISMATCH" : "OK",
+                    st.size() - static_cast<size_t>(mismatches), st.size());
+      }
+    }
+    return mismatches ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tandem-sim: %s\n", e.what());
+    return 1;
+  }
+}

@@ -2,9 +2,22 @@
 
 #include <cmath>
 
+#include "kernels/attention_avx512.h"
+#include "runtime/cpu_features.h"
+
 namespace tandem::kernels {
 
 void attention_causal(const AttentionInput& in, ScratchBuffer& scratch) {
+  if (active_cpu_tier() >= CpuTier::Avx512Vnni && in.head_dim % 16 == 0) {
+    float* scores = scratch.get_as<float>(static_cast<size_t>(in.pos0 + in.T));
+    avx512::attention_causal(in.n_head, in.n_head_kv, in.head_dim, in.T, in.pos0, in.scale, in.q, in.ldq, in.k_cache,
+                             in.v_cache, in.kv_stride, in.out, in.ldo, scores);
+    return;
+  }
+  attention_causal_ref(in, scratch);
+}
+
+void attention_causal_ref(const AttentionInput& in, ScratchBuffer& scratch) {
   const int hd = in.head_dim;
   const int group = in.n_head / in.n_head_kv;
   float* scores = scratch.get_as<float>(static_cast<size_t>(in.pos0 + in.T));

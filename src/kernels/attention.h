@@ -24,6 +24,9 @@ struct AttentionInput {
   int64_t ldo = 0;
 };
 
+// Dispatches by CPU tier (AVX-512 when head_dim is a multiple of 16).
 void attention_causal(const AttentionInput& in, ScratchBuffer& scratch);
+// The plain scalar version every tier is tested against.
+void attention_causal_ref(const AttentionInput& in, ScratchBuffer& scratch);
 
 }  // namespace tandem::kernels

@@ -33,6 +33,7 @@ struct Qwen35Model::Workspace {
   std::vector<int64_t> ends;         // segment ends of the delta rule
   std::vector<float> cat;            // MTP: [normed embedding ; normed hidden], T x 2*n_embd
   KernelContext kc;                   // matmul threads and converted activations
+  bool column_shared = true;          // ForwardOptions::column_shared of the running pass
   std::unique_ptr<ScratchBuffer[]> per_thread;  // delta-rule chunks, attention scores
 };
 
@@ -47,6 +48,18 @@ T* sized(std::vector<T>& v, size_t n) {
 }  // namespace
 
 Qwen35Model::~Qwen35Model() = default;
+
+// Every projection of the network. With column sharing off (ForwardOptions::column_shared =
+// false) each of the T columns is its own T = 1 product: the weights are read once per column,
+// as a kernel without a multi-column path would (the baseline of the verification benchmark).
+void Qwen35Model::project(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy) {
+  Workspace& ws = *ws_;
+  if (ws.column_shared || T == 1) {
+    matmul(W, X, ldx, T, Y, ldy, ws.kc);
+    return;
+  }
+  for (int64_t t = 0; t < T; ++t) matmul(W, X + t * ldx, ldx, 1, Y + t * ldy, ldy, ws.kc);
+}
 
 std::unique_ptr<Qwen35Model> Qwen35Model::load(const std::string& path, int n_threads) {
   std::unique_ptr<Qwen35Model> m(new Qwen35Model());
@@ -98,6 +111,7 @@ void Qwen35Model::mtp_forward(MtpState& st, std::span<const int32_t> tokens, con
   const ResourceGovernor::Lease lease = governor_->acquire();
   const Qwen35MtpWeights& M = *w_.mtp;
   Workspace& ws = *ws_;
+  ws.column_shared = true;
   out.n_vocab = head ? head->rows : hp_.n_vocab;
 
   // u = eh_proj . [RMSNorm(E[x], enorm) ; RMSNorm(h, hnorm)]
@@ -110,7 +124,7 @@ void Qwen35Model::mtp_forward(MtpState& st, std::span<const int32_t> tokens, con
     rms_norm(hidden + t * n_embd, M.hnorm.data(), row + n_embd, n_embd, hp_.rms_eps);
   }
   float* x = sized(ws.x, T * n_embd);
-  matmul(M.eh_proj, cat, 2 * n_embd, T, x, n_embd, ws.kc);
+  project(M.eh_proj, cat, 2 * n_embd, T, x, n_embd);
 
   // One full-attention block with its own KV cache, then the FFN.
   float* cur = sized(ws.cur, T * n_embd);
@@ -136,7 +150,7 @@ void Qwen35Model::mtp_forward(MtpState& st, std::span<const int32_t> tokens, con
   const int64_t first = logits == LogitsMode::All ? 0 : T - 1;
   for (int64_t t = first; t < T; ++t) out.logit_positions.push_back(pos0 + t);
   out.logits.resize(static_cast<size_t>((T - first) * H.rows));
-  matmul(H, hn + first * n_embd, n_embd, T - first, out.logits.data(), H.rows, ws.kc);
+  project(H, hn + first * n_embd, n_embd, T - first, out.logits.data(), H.rows);
 }
 
 void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, const ForwardOptions& opt,
@@ -169,6 +183,7 @@ void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, co
   // Resources are (re-)acquired for the whole pass and cannot be released during it.
   const ResourceGovernor::Lease lease = governor_->acquire();
   Workspace& ws = *ws_;
+  ws.column_shared = opt.column_shared;
   out.n_vocab = hp_.n_vocab;
   out.cut_states.resize(rel_cuts.size());
   for (size_t i = 0; i < rel_cuts.size(); ++i) {
@@ -217,7 +232,7 @@ void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, co
   const int64_t rows = T - first;
   for (int64_t t = first; t < T; ++t) out.logit_positions.push_back(pos0 + t);
   out.logits.resize(static_cast<size_t>(rows * hp_.n_vocab));
-  matmul(w_.output, hn + first * n_embd, n_embd, rows, out.logits.data(), hp_.n_vocab, ws.kc);
+  project(w_.output, hn + first * n_embd, n_embd, rows, out.logits.data(), hp_.n_vocab);
 }
 
 // Gated DeltaNet mixer (spec §4.3): reads ws.cur, writes ws.m.
@@ -234,10 +249,10 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
   float* z = sized(ws.z, T * vdim);
   float* beta = sized(ws.beta, T * H_v);
   float* gdec = sized(ws.g, T * H_v);
-  matmul(L.attn_qkv, cur, n_embd, T, mixed, conv_dim, ws.kc);
-  matmul(L.attn_gate, cur, n_embd, T, z, vdim, ws.kc);
-  matmul(L.ssm_beta, cur, n_embd, T, beta, H_v, ws.kc);
-  matmul(L.ssm_alpha, cur, n_embd, T, gdec, H_v, ws.kc);
+  project(L.attn_qkv, cur, n_embd, T, mixed, conv_dim);
+  project(L.attn_gate, cur, n_embd, T, z, vdim);
+  project(L.ssm_beta, cur, n_embd, T, beta, H_v);
+  project(L.ssm_alpha, cur, n_embd, T, gdec, H_v);
   for (int64_t t = 0; t < T; ++t)
     for (int h = 0; h < H_v; ++h) {
       float& b = beta[t * H_v + h];
@@ -344,7 +359,7 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
       rms_norm(oh, L.ssm_norm.data(), oh, d, hp_.rms_eps);
       for (int j = 0; j < d; ++j) oh[j] *= silu(zh[j]);
     }
-  matmul(L.ssm_out, o, vdim, T, sized(ws.m, T * n_embd), n_embd, ws.kc);
+  project(L.ssm_out, o, vdim, T, sized(ws.m, T * n_embd), n_embd);
 }
 
 // Gated full attention (spec §4.4): reads ws.cur, writes ws.m, appends to the KV cache.
@@ -356,9 +371,9 @@ void Qwen35Model::attention_layer(const Qwen35LayerWeights& L, float* kc, float*
   float* qg = sized(ws.qg, T * qdim);
   float* k = sized(ws.k, T * kvd);
   float* v = sized(ws.v, T * kvd);
-  matmul(L.attn_q, cur, n_embd, T, qg, qdim, ws.kc);
-  matmul(L.attn_k, cur, n_embd, T, k, kvd, ws.kc);
-  matmul(L.attn_v, cur, n_embd, T, v, kvd, ws.kc);
+  project(L.attn_q, cur, n_embd, T, qg, qdim);
+  project(L.attn_k, cur, n_embd, T, k, kvd);
+  project(L.attn_v, cur, n_embd, T, v, kvd);
 
   // q/k head norms, RoPE, and the new K/V rows into the cache. The query of head h
   // is qg[h*2*hd, +hd); its output gate follows it.
@@ -408,7 +423,7 @@ void Qwen35Model::attention_layer(const Qwen35LayerWeights& L, float* kc, float*
       const float* gate = qg + t * qdim + static_cast<int64_t>(h) * 2 * hd + hd;
       for (int j = 0; j < hd; ++j) oh[j] *= sigmoid(gate[j]);
     }
-  matmul(L.attn_output, o, nh * hd, T, sized(ws.m, T * n_embd), n_embd, ws.kc);
+  project(L.attn_output, o, nh * hd, T, sized(ws.m, T * n_embd), n_embd);
 }
 
 // SwiGLU FFN on the post-attention norm of the residual stream; adds into ws.x.
@@ -421,11 +436,11 @@ void Qwen35Model::ffn(const Qwen35LayerWeights& L, int64_t T) {
     rms_norm(x + t * n_embd, L.post_attention_norm.data(), cur + t * n_embd, n_embd, hp_.rms_eps);
   float* gt = sized(ws.ff_gate, T * n_ff);
   float* up = sized(ws.ff_up, T * n_ff);
-  matmul(L.ffn_gate, cur, n_embd, T, gt, n_ff, ws.kc);
-  matmul(L.ffn_up, cur, n_embd, T, up, n_ff, ws.kc);
+  project(L.ffn_gate, cur, n_embd, T, gt, n_ff);
+  project(L.ffn_up, cur, n_embd, T, up, n_ff);
   for (int64_t i = 0; i < T * n_ff; ++i) gt[i] = silu(gt[i]) * up[i];
   float* m = sized(ws.m, T * n_embd);
-  matmul(L.ffn_down, gt, n_ff, T, m, n_embd, ws.kc);
+  project(L.ffn_down, gt, n_ff, T, m, n_embd);
   for (int64_t i = 0; i < T * n_embd; ++i) x[i] += m[i];
 }
 

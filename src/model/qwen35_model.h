@@ -36,6 +36,10 @@ struct ForwardOptions {
   // K > 0: return the states after each of the last K tokens (speculative rollback). With
   // the chunked algorithm only the last K-1 tokens run per token.
   int rollback_states = 0;
+  // Multi-column products share each weight read across the T columns (kernels/matmul.h).
+  // false: every column runs as its own one-column product (a switch for the verification
+  // benchmark, docs/speculation.md; the numbers are the same).
+  bool column_shared = true;
 };
 
 struct ForwardOutput {
@@ -101,6 +105,8 @@ class Qwen35Model {
   // Gated attention over the cache rows [0, pos0 + T); appends T rows at pos0.
   void attention_layer(const Qwen35LayerWeights& L, float* k_cache, float* v_cache, int64_t pos0, int64_t T);
   void ffn(const Qwen35LayerWeights& L, int64_t T);
+  // kernels::matmul on the workspace's context, honouring ForwardOptions::column_shared.
+  void project(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy);
 
   std::unique_ptr<GgufFile> file_;
   Qwen35HParams hp_;

@@ -87,6 +87,35 @@ void load_common(const Binder& b, const Qwen35HParams& hp, int i, Qwen35LayerWei
   L.ffn_down = b.matrix(blk(i, "ffn_down.weight"), hp.n_ff[i], hp.n_embd);
 }
 
+// The trimmed draft head and its token-id table: both or neither.
+void load_draft_head(const GgufFile& f, const Qwen35HParams& hp, int m, Qwen35MtpWeights& mtp) {
+  const std::string name = blk(m, "nextn.draft_head.weight");
+  const GgufTensorInfo* t = f.find_tensor(name);
+  const std::vector<int64_t>* ids = f.get_int_array(kDraftTokenIdsKey);
+  if (!t && !ids) return;
+  if (!t) f.fail(std::string("key '") + kDraftTokenIdsKey + "' present but tensor '" + name + "' is missing");
+  if (!ids) f.fail("tensor '" + name + "' present but its token-id table '" + kDraftTokenIdsKey + "' is missing");
+  if (t->n_dims != 2 || t->ne[0] != hp.n_embd || t->ne[1] < 1 || t->ne[1] > hp.n_vocab)
+    f.fail("tensor '" + name + "' has shape " + shape_str(*t) + ": expected [n_embd = " + std::to_string(hp.n_embd) +
+           ", R] with 1 <= R <= n_vocab = " + std::to_string(hp.n_vocab));
+  if (static_cast<int64_t>(ids->size()) != t->ne[1])
+    f.fail(std::string("key '") + kDraftTokenIdsKey + "' has " + std::to_string(ids->size()) + " ids for the " +
+           std::to_string(t->ne[1]) + " rows of tensor '" + name + "'");
+  std::vector<bool> seen(static_cast<size_t>(hp.n_vocab), false);
+  mtp.draft_token_ids.reserve(ids->size());
+  for (size_t i = 0; i < ids->size(); ++i) {
+    const int64_t id = (*ids)[i];
+    if (id < 0 || id >= hp.n_vocab)
+      f.fail(std::string("key '") + kDraftTokenIdsKey + "': entry " + std::to_string(i) + " = " + std::to_string(id) +
+             " outside the vocabulary [0, " + std::to_string(hp.n_vocab) + ")");
+    if (seen[static_cast<size_t>(id)])
+      f.fail(std::string("key '") + kDraftTokenIdsKey + "': token id " + std::to_string(id) + " appears twice");
+    seen[static_cast<size_t>(id)] = true;
+    mtp.draft_token_ids.push_back(static_cast<int32_t>(id));
+  }
+  mtp.draft_head = Binder::to_matrix(*t);
+}
+
 }  // namespace
 
 Qwen35Weights Qwen35Weights::load(const GgufFile& f, Qwen35HParams& hp) {
@@ -143,7 +172,11 @@ Qwen35Weights Qwen35Weights::load(const GgufFile& f, Qwen35HParams& hp) {
     mtp.block.recurrent = false;
     load_common(b, hp, m, mtp.block);
     load_attention(b, hp, m, mtp.block);
+    load_draft_head(f, hp, m, mtp);
     w.mtp = std::move(mtp);
+  } else if (f.find_tensor(blk(hp.n_layer, "nextn.draft_head.weight"))) {
+    f.fail("tensor '" + blk(hp.n_layer, "nextn.draft_head.weight") +
+           "' present but the file has no MTP block (nextn_predict_layers = 0)");
   }
   return w;
 }

@@ -4,7 +4,9 @@
 // float once at load time.
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "gguf/gguf_file.h"
@@ -14,6 +16,12 @@
 namespace tandem {
 
 using kernels::WeightMatrix;
+
+// Names of the trimmed draft head (written by tools/tandem-trim-draft).
+inline constexpr char kDraftTokenIdsKey[] = "tandem.draft.token_ids";
+inline std::string draft_head_tensor_name(int n_layer) {
+  return "blk." + std::to_string(n_layer) + ".nextn.draft_head.weight";
+}
 
 struct Qwen35LayerWeights {
   bool recurrent = false;
@@ -32,6 +40,11 @@ struct Qwen35MtpWeights {
   std::vector<float> enorm, hnorm, shared_head_norm;  // shared_head_norm empty → output_norm
   std::optional<WeightMatrix> embed_tokens, shared_head_head;
   Qwen35LayerWeights block;  // a full-attention block
+  // Optional trimmed draft head (tools/tandem-trim-draft, docs/speculation.md): R rows of the
+  // LM head, blk.{n_layer}.nextn.draft_head.weight [n_embd, R], and the original token id of
+  // each row, metadata tandem.draft.token_ids (R distinct ids in [0, n_vocab)).
+  std::optional<WeightMatrix> draft_head;
+  std::vector<int32_t> draft_token_ids;
 };
 
 struct Qwen35Weights {

@@ -28,6 +28,12 @@ void ModelBackend::run(std::span<const int32_t> tokens, std::span<const int64_t>
   if (cut_states.size() != cuts.size()) throw std::invalid_argument("ModelBackend::run: one state per cut expected");
   opt_.logits = want_logits ? LogitsMode::Last : LogitsMode::None;
   opt_.cuts.assign(cuts.begin(), cuts.end());  // keeps its capacity: no allocation when empty
+  opt_.hidden = false;
+  opt_.gdn = GdnAlgorithm::Auto;
+  opt_.rollback_states = 0;
+  opt_.column_shared = true;
+  if (observer_) observer_->configure_pass(static_cast<int64_t>(tokens.size()), opt_);
+  const int64_t pos0 = state_->n_past();
   // Hand the caller's buffers to the pass so that their capacity is reused, then take the
   // filled states back.
   out_.cut_states.resize(cuts.size());
@@ -38,6 +44,17 @@ void ModelBackend::run(std::span<const int32_t> tokens, std::span<const int64_t>
     std::swap(out_.cut_states[i].data, cut_states[i].data);
   }
   if (want_logits) logits_ = std::span<const float>(out_.logits.data(), out_.logits.size());
+  if (observer_) observer_->observe_pass(pos0, tokens, out_);
+}
+
+void ModelBackend::reset() {
+  state_->reset();
+  if (observer_) observer_->on_truncate(0);
+}
+
+void ModelBackend::restore(const RecurrentCheckpoint& cp) {
+  state_->restore(cp);
+  if (observer_) observer_->on_truncate(cp.pos);
 }
 
 std::unique_ptr<SavedSequence> ModelBackend::save_sequence() const {
@@ -52,6 +69,7 @@ void ModelBackend::load_sequence(const SavedSequence& saved) {
   const auto* s = dynamic_cast<const ModelSaved*>(&saved);
   if (!s) throw std::invalid_argument("ModelBackend::load_sequence: the sequence was saved by another backend");
   state_->copy_from(*s->state);
+  if (observer_) observer_->on_replace();
 }
 
 }  // namespace tandem::serve

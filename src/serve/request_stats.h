@@ -54,8 +54,11 @@ struct RequestStats {
   int64_t tokens_generated = 0;
   double ms_per_output_token = 0;
 
-  int64_t drafts_proposed = 0;  // speculation (not yet implemented: 0)
+  // Speculative decoding (Slot::decode_speculative, docs/speculation.md): drafts verified,
+  // drafts accepted, and trunk passes that verified drafts.
+  int64_t drafts_proposed = 0;
   int64_t drafts_accepted = 0;
+  int64_t verify_passes = 0;
 
   // The counts a replay must reproduce exactly (no timings).
   bool same_counts(const RequestStats& o) const;

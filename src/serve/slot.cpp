@@ -5,6 +5,9 @@
 #include <string>
 #include <utility>
 
+#include "serve/model_backend.h"
+#include "serve/speculator.h"
+
 namespace tandem::serve {
 
 namespace {
@@ -307,6 +310,52 @@ std::span<const float> Slot::decode(int32_t token) {
   stats_.decode_ms += ms_since(t0);
   ++stats_.tokens_generated;
   return backend_->logits();
+}
+
+Speculator& Slot::enable_speculation(const SpecConfig& cfg) {
+  if (spec_) {
+    spec_->set_config(cfg);
+    return *spec_;
+  }
+  auto* mb = dynamic_cast<ModelBackend*>(backend_.get());
+  if (!mb) throw std::invalid_argument("Slot::enable_speculation: speculation needs the model backend");
+  spec_ = std::make_unique<Speculator>(mb->model(), mb->mutable_state(), cfg);
+  mb->set_observer(spec_.get());
+  return *spec_;
+}
+
+void Slot::disable_speculation() {
+  if (!spec_) return;
+  if (auto* mb = dynamic_cast<ModelBackend*>(backend_.get())) mb->set_observer(nullptr);
+  spec_.reset();
+}
+
+std::span<const int32_t> Slot::decode_speculative(int32_t token, TokenPicker& picker, int64_t max_tokens,
+                                                  std::span<const int32_t> stop_tokens) {
+  if (!open_) throw std::logic_error("Slot::decode_speculative: no open request (call prefill first)");
+  if (!spec_) throw std::logic_error("Slot::decode_speculative: speculation is not enabled (enable_speculation)");
+  const auto t0 = Clock::now();
+  SpecStep step;
+  step.tokens.swap(spec_tokens_);
+  SpecLimits lim;
+  lim.max_tokens = max_tokens;
+  lim.stop_tokens = stop_tokens;
+  lim.context = cached_;
+  try {
+    spec_->step(token, picker, step, lim);
+  } catch (...) {
+    step.tokens.swap(spec_tokens_);
+    throw;
+  }
+  spec_tokens_.swap(step.tokens);
+  cached_.push_back(token);
+  cached_.insert(cached_.end(), spec_tokens_.begin(), spec_tokens_.begin() + step.accepted);
+  stats_.decode_ms += ms_since(t0);
+  stats_.tokens_generated += 1 + step.accepted;
+  stats_.drafts_proposed += step.drafted;
+  stats_.drafts_accepted += step.accepted;
+  stats_.verify_passes += step.verified ? 1 : 0;
+  return spec_tokens_;
 }
 
 const RequestStats& Slot::end_request() {

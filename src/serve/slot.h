@@ -24,6 +24,10 @@
 
 namespace tandem::serve {
 
+class Speculator;  // serve/speculator.h
+struct SpecConfig;
+class TokenPicker;
+
 struct SlotConfig {
   BatchConfig batch;
   int ctx_checkpoints = 8;  // the paper's configuration (llama.cpp's default is 32)
@@ -59,6 +63,19 @@ class Slot {
   // Feeds one generated token; returns its logits (valid until the next call). No checkpoints,
   // no allocation in the slot (cached tokens are reserved to n_ctx, pass buffers are reused).
   std::span<const float> decode(int32_t token);
+  // Speculative decoding with the MTP head (serve/speculator.h, docs/speculation.md). Needs a
+  // ModelBackend over a model with an MTP block (std::invalid_argument / std::logic_error).
+  // From the next pass on, prompt passes also feed the MTP head (and retain rollback states).
+  Speculator& enable_speculation(const SpecConfig& cfg);
+  void disable_speculation();
+  Speculator* speculator() { return spec_.get(); }
+  // Feeds `token` plus the drafts in ONE verified pass (a plain one-token pass when speculation
+  // is switched off or nothing is drafted) and returns the tokens to emit: the accepted drafts,
+  // then the next token, which is not fed yet (pass it to the next call) — exactly what
+  // 1 + accepted rounds of decode() + picker.pick() would produce. At most max_tokens tokens;
+  // an emitted stop token ends the list. Valid until the next call.
+  std::span<const int32_t> decode_speculative(int32_t token, TokenPicker& picker, int64_t max_tokens = INT64_MAX,
+                                              std::span<const int32_t> stop_tokens = {});
   // Finishes the open request (also done by the next prefill) and returns its statistics.
   const RequestStats& end_request();
 
@@ -104,6 +121,9 @@ class Slot {
   std::vector<CheckpointOrigin> cut_origins_;
   std::vector<RecurrentCheckpoint> cut_states_;
   std::vector<RecurrentCheckpoint> spare_;
+
+  std::unique_ptr<Speculator> spec_;  // declared last: gone before the backend it observes
+  std::vector<int32_t> spec_tokens_;
 };
 
 }  // namespace tandem::serve

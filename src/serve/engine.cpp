@@ -1,0 +1,463 @@
+#include "serve/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <utility>
+
+#include "serve/flop_model.h"
+#include "serve/model_backend.h"
+#include "text/stop_strings.h"
+
+namespace tandem::serve {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+// Marconi scores FLOPs saved: give it this model's coefficients.
+EngineConfig with_model_flops(EngineConfig cfg, const Qwen35HParams& hp) {
+  cfg.policy.marconi.flops = FlopModel::for_model(hp);
+  return cfg;
+}
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+}  // namespace
+
+std::string_view to_string(SlotPhase p) {
+  switch (p) {
+    case SlotPhase::Idle: return "idle";
+    case SlotPhase::Prefill: return "prefill";
+    case SlotPhase::Generating: return "generating";
+  }
+  return "idle";
+}
+
+// Wakes the scheduler; shared with the Generations' cancel hooks so that a late cancel() never
+// touches a destroyed engine.
+struct Engine::Wake {
+  std::mutex m;
+  std::condition_variable cv;
+  bool flag = false;
+  void signal() {
+    {
+      std::lock_guard lk(m);
+      flag = true;
+    }
+    cv.notify_all();
+  }
+};
+
+struct Engine::Pending {
+  EngineRequest req;
+  std::shared_ptr<Generation> gen;
+  std::optional<Clock::time_point> deadline;
+};
+
+struct Engine::SlotRun {
+  int id = 0;
+  std::unique_ptr<Slot> slot;
+  uint64_t applied_version = 0;
+  uint64_t last_used = 0;
+  // The request in the slot (phase != Idle).
+  SlotPhase phase = SlotPhase::Idle;
+  std::unique_ptr<Pending> p;
+  std::optional<Live> apply;  // configuration to apply before the next prefill
+  std::optional<text::Sampler> sampler;
+  std::optional<text::StreamDecoder> decoder;
+  std::optional<text::StopStrings> stops;
+  std::string raw_text;  // decoded output before stop strings (to name the matching one)
+  GenerationResult result;
+  int32_t last = -1;
+  bool prefilled = false;
+  Clock::time_point assigned, prefill_end, last_token;
+};
+
+Engine::Engine(Qwen35Model& model, const text::Tokenizer& tok, EngineConfig cfg)
+    : model_(model), tok_(tok), cfg_(with_model_flops(std::move(cfg), model.hparams())),
+      cache_(PromptCacheOptions{.budget_mib = cfg_.cache_ram_mib}), wake_(std::make_shared<Wake>()) {
+  if (cfg_.n_parallel < 1) throw std::invalid_argument("parallel: expected >= 1 slot, got " + std::to_string(cfg_.n_parallel));
+  if (cfg_.n_ctx < 2) throw std::invalid_argument("ctx-size: expected >= 2 tokens per slot, got " + std::to_string(cfg_.n_ctx));
+  if (cfg_.queue_max < 0) throw std::invalid_argument("queue: expected >= 0, got " + std::to_string(cfg_.queue_max));
+  if (cfg_.timeout_ms < 0) throw std::invalid_argument("timeout-ms: expected >= 0, got " + std::to_string(cfg_.timeout_ms));
+  if (tok_.n_vocab() > model_.hparams().n_vocab)
+    throw std::invalid_argument("the tokenizer has " + std::to_string(tok_.n_vocab()) + " tokens, the model's embedding " +
+                                std::to_string(model_.hparams().n_vocab) + " rows");
+  live_.policy = cfg_.policy;
+  live_.consolidate = cfg_.slot.batch.consolidate;
+  live_.ctx_checkpoints = cfg_.slot.ctx_checkpoints;
+  live_.timeout_ms = cfg_.timeout_ms;
+  for (int i = 0; i < cfg_.n_parallel; ++i) {
+    auto s = std::make_unique<SlotRun>();
+    s->id = i;
+    s->slot = std::make_unique<Slot>(std::make_unique<ModelBackend>(model_, cfg_.n_ctx), make_policy(cfg_.policy), cfg_.slot);
+    if (cfg_.cache_ram_mib > 0) s->slot->set_prompt_cache(&cache_);
+    slots_.push_back(std::move(s));
+    slot_snap_.emplace_back();
+    refresh_locked(*slots_.back());
+  }
+  counters_.prompt_cache_budget_bytes = cfg_.cache_ram_mib > 0 ? cache_.budget_bytes() : 0;
+  thread_ = std::thread([this] { loop(); });
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+  }
+  wake();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Engine::wake() { wake_->signal(); }
+
+void Engine::set_finish_hook(FinishHook hook) {
+  std::lock_guard lk(mu_);
+  finish_hook_ = std::move(hook);
+}
+
+std::shared_ptr<Generation> Engine::submit(EngineRequest req) {
+  const int64_t N = static_cast<int64_t>(req.prompt.size());
+  if (N == 0) throw std::invalid_argument("the prompt is empty");
+  if (N >= cfg_.n_ctx)
+    throw std::invalid_argument("the prompt has " + std::to_string(N) + " tokens; a slot's context is " +
+                                std::to_string(cfg_.n_ctx) + " tokens (the prompt must leave room for output)");
+  const int32_t n_vocab = tok_.n_vocab();
+  for (size_t i = 0; i < req.prompt.size(); ++i)
+    if (req.prompt[i] < 0 || req.prompt[i] >= n_vocab)
+      throw std::invalid_argument("token id " + std::to_string(req.prompt[i]) + " at index " + std::to_string(i) +
+                                  " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
+  validate_prompt(Prompt{req.prompt, req.user_starts});
+  const GenerationParams& gp = req.params;
+  if (gp.id_slot < -1 || gp.id_slot >= cfg_.n_parallel)
+    throw std::invalid_argument("id_slot " + std::to_string(gp.id_slot) + " does not exist (slots 0.." +
+                                std::to_string(cfg_.n_parallel - 1) + ", or -1 for any)");
+  if (gp.n_predict < -1) throw std::invalid_argument("n_predict must be >= -1, got " + std::to_string(gp.n_predict));
+  if (gp.timeout_ms < -1) throw std::invalid_argument("timeout_ms must be >= 0, got " + std::to_string(gp.timeout_ms));
+
+  auto p = std::make_unique<Pending>();
+  std::shared_ptr<Generation> gen;
+  {
+    std::lock_guard lk(mu_);
+    if (stop_) throw EngineBusy("the server is shutting down");
+    if (busy_ + static_cast<int>(queue_.size()) >= cfg_.n_parallel + cfg_.queue_max) {
+      ++counters_.rejected;
+      throw EngineBusy("all " + std::to_string(cfg_.n_parallel) + " slots are busy and " +
+                       std::to_string(queue_.size()) + " requests are already waiting (--queue " +
+                       std::to_string(cfg_.queue_max) + ")");
+    }
+    gen = std::make_shared<Generation>(next_id_++);
+    const int64_t timeout = gp.timeout_ms >= 0 ? gp.timeout_ms : live_.timeout_ms;
+    if (timeout > 0) p->deadline = gen->arrival() + std::chrono::milliseconds(timeout);
+    p->req = std::move(req);
+    p->gen = gen;
+    ++counters_.submitted;
+    queue_.push_back(std::move(p));
+  }
+  gen->set_cancel_hook([w = wake_] { w->signal(); });
+  wake();
+  return gen;
+}
+
+void Engine::reconfigure(const ServingChange& c) {
+  if (c.min_gap && *c.min_gap < 0) throw std::invalid_argument("min_gap must be >= 0, got " + std::to_string(*c.min_gap));
+  if (c.ctx_checkpoints && *c.ctx_checkpoints < 0)
+    throw std::invalid_argument("ctx_checkpoints must be >= 0, got " + std::to_string(*c.ctx_checkpoints));
+  if (c.timeout_ms && *c.timeout_ms < 0)
+    throw std::invalid_argument("timeout_ms must be >= 0, got " + std::to_string(*c.timeout_ms));
+  {
+    std::lock_guard lk(mu_);
+    if (c.policy) live_.policy.kind = *c.policy;
+    if (c.min_gap) live_.policy.divergence.min_gap = *c.min_gap;
+    if (c.consolidate) live_.consolidate = *c.consolidate;
+    if (c.ctx_checkpoints) live_.ctx_checkpoints = *c.ctx_checkpoints;
+    if (c.timeout_ms) live_.timeout_ms = *c.timeout_ms;
+    ++live_.version;
+  }
+  wake();
+}
+
+EngineSnapshot Engine::snapshot() const {
+  EngineSnapshot s;
+  {
+    std::lock_guard lk(mu_);
+    s = counters_;
+    s.slots = slot_snap_;
+    s.queued = static_cast<int>(queue_.size());
+    s.queue_max = cfg_.queue_max;
+    s.policy = live_.policy.kind;
+    s.min_gap = live_.policy.divergence.min_gap;
+    s.consolidate = live_.consolidate;
+    s.ctx_checkpoints = live_.ctx_checkpoints;
+    s.timeout_ms = live_.timeout_ms;
+  }
+  s.governor = model_.governor().stats();
+  return s;
+}
+
+void Engine::refresh_locked(SlotRun& s) {
+  SlotSnapshot& o = slot_snap_[static_cast<size_t>(s.id)];
+  Slot& sl = *s.slot;
+  o.id = s.id;
+  o.phase = s.phase;
+  o.generation_id = s.p ? s.p->gen->id() : 0;
+  o.requests = sl.requests();
+  o.n_ctx = cfg_.n_ctx;
+  o.n_cached = static_cast<int64_t>(sl.cached_tokens().size());
+  o.n_generated = static_cast<int64_t>(s.result.output.size());
+  o.checkpoint_positions.clear();
+  for (const Checkpoint& c : sl.checkpoints()) o.checkpoint_positions.push_back(c.pos);
+  o.checkpoint_bytes = sl.checkpoint_bytes_held();
+  const auto* mb = dynamic_cast<const ModelBackend*>(&sl.backend());
+  o.kv_bytes = mb ? mb->state().kv_bytes() : 0;
+  o.recurrent_bytes = mb ? mb->state().recurrent_bytes() : 0;
+  o.policy = std::string(sl.policy().name());
+  o.consolidate = sl.config().batch.consolidate;
+  o.ctx_checkpoints = sl.config().ctx_checkpoints;
+}
+
+void Engine::expire_queue_locked(std::vector<std::unique_ptr<Pending>>& out, std::vector<FinishReason>& why) {
+  const auto now = Clock::now();
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    Pending& p = **it;
+    const bool cancelled = p.gen->cancel_requested() || stop_;
+    const bool late = p.deadline && now >= *p.deadline;
+    if (cancelled || late) {
+      why.push_back(cancelled ? FinishReason::Cancelled : FinishReason::Timeout);
+      out.push_back(std::move(*it));
+      it = queue_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+int Engine::pick_slot_locked(const Pending& p) const {
+  const int pinned = p.req.params.id_slot;
+  if (pinned >= 0) return slots_[static_cast<size_t>(pinned)]->phase == SlotPhase::Idle ? pinned : -1;
+  int best = -1;
+  int64_t best_lcp = -1;
+  uint64_t best_use = 0;
+  for (const auto& s : slots_) {
+    if (s->phase != SlotPhase::Idle) continue;
+    const int64_t lcp = common_prefix(s->slot->cached_tokens(), p.req.prompt);
+    if (lcp > best_lcp || (lcp == best_lcp && s->last_used < best_use)) {
+      best = s->id;
+      best_lcp = lcp;
+      best_use = s->last_used;
+    }
+  }
+  return best;
+}
+
+void Engine::assign_locked() {
+  for (auto it = queue_.begin(); it != queue_.end() && busy_ < cfg_.n_parallel;) {
+    const int id = pick_slot_locked(**it);
+    if (id < 0) {
+      ++it;
+      continue;
+    }
+    SlotRun& s = *slots_[static_cast<size_t>(id)];
+    s.p = std::move(*it);
+    it = queue_.erase(it);
+    s.phase = SlotPhase::Prefill;
+    s.assigned = Clock::now();
+    s.prefilled = false;
+    s.result = GenerationResult{};
+    s.result.slot = id;
+    s.result.started = true;
+    s.result.queue_ms = ms_between(s.p->gen->arrival(), s.assigned);
+    if (s.applied_version != live_.version) {
+      s.apply = live_;
+      s.applied_version = live_.version;
+    }
+    ++busy_;
+    s.p->gen->mark_started(id);
+    refresh_locked(s);
+  }
+}
+
+void Engine::loop() {
+  size_t rr = 0;  // round-robin start
+  for (;;) {
+    std::vector<std::unique_ptr<Pending>> expired;
+    std::vector<FinishReason> why;
+    bool idle = false;
+    bool stopping = false;
+    std::optional<Clock::time_point> next_deadline;
+    {
+      std::lock_guard lk(mu_);
+      stopping = stop_;
+      expire_queue_locked(expired, why);
+      if (!stopping) assign_locked();
+      idle = busy_ == 0;
+      for (const auto& p : queue_)
+        if (p->deadline && (!next_deadline || *p->deadline < *next_deadline)) next_deadline = p->deadline;
+    }
+    for (size_t i = 0; i < expired.size(); ++i) {
+      GenerationResult r;
+      r.reason = why[i];
+      r.queue_ms = ms_between(expired[i]->gen->arrival(), Clock::now());
+      complete(expired[i]->req, *expired[i]->gen, std::move(r));
+    }
+    if (stopping) {
+      for (auto& s : slots_)
+        if (s->phase != SlotPhase::Idle) finish(*s, FinishReason::Cancelled);
+      return;
+    }
+    if (idle) {
+      std::unique_lock lk(wake_->m);
+      const auto pred = [&] { return wake_->flag; };
+      if (next_deadline) wake_->cv.wait_until(lk, *next_deadline, pred);
+      else wake_->cv.wait(lk, pred);
+      wake_->flag = false;
+      continue;
+    }
+    // One step for every active slot, starting one further each round.
+    const size_t n = slots_.size();
+    for (size_t k = 0; k < n; ++k) {
+      SlotRun& s = *slots_[(rr + k) % n];
+      if (s.phase != SlotPhase::Idle) step(s);
+    }
+    rr = (rr + 1) % n;
+  }
+}
+
+void Engine::step(SlotRun& s) {
+  if (s.p->gen->cancel_requested()) return finish(s, FinishReason::Cancelled);
+  if (s.p->deadline && Clock::now() >= *s.p->deadline) return finish(s, FinishReason::Timeout);
+  try {
+    if (!s.prefilled) {
+      start(s);
+    } else {
+      const std::span<const float> logits = s.slot->decode(s.last);
+      emit(s, s.sampler->sample(logits));
+    }
+  } catch (const std::exception& e) {
+    if (s.p) finish(s, FinishReason::Error, e.what());
+    return;
+  }
+  if (s.phase != SlotPhase::Idle) {
+    std::lock_guard lk(mu_);
+    refresh_locked(s);
+  }
+}
+
+void Engine::start(SlotRun& s) {
+  Slot& slot = *s.slot;
+  if (s.apply) {
+    const Live& c = *s.apply;
+    slot.set_policy(make_policy(c.policy));
+    slot.set_consolidate(c.consolidate);
+    slot.set_capacity(c.ctx_checkpoints);
+    s.apply.reset();
+  }
+  const EngineRequest& req = s.p->req;
+  s.sampler.emplace(req.params.sampling);
+  for (int32_t id : req.prompt) s.sampler->accept(id);
+  s.decoder.emplace(tok_, /*render_special=*/false);
+  s.stops.emplace(req.params.stop);
+  s.raw_text.clear();
+  const PrefillReport rep = slot.prefill(Prompt{req.prompt, req.user_starts});
+  s.prefilled = true;
+  s.phase = SlotPhase::Generating;
+  s.prefill_end = Clock::now();
+  s.last_token = s.prefill_end;
+  if (req.params.n_predict == 0) return finish(s, FinishReason::Length);
+  emit(s, s.sampler->sample(rep.logits));
+}
+
+void Engine::emit(SlotRun& s, int32_t token) {
+  const GenerationParams& gp = s.p->req.params;
+  Generation& gen = *s.p->gen;
+  s.sampler->accept(token);
+  s.result.output.push_back(token);
+  s.last = token;
+  s.last_token = Clock::now();
+  if (!gp.ignore_eos && tok_.vocab().is_eog(token)) {
+    gen.push({}, token);
+    return finish(s, FinishReason::EndOfGeneration);
+  }
+  const std::string_view decoded = s.decoder->push(token);
+  s.raw_text.append(decoded);
+  const std::string_view shown = s.stops->push(decoded);
+  s.result.text.append(shown);
+  gen.push(shown, token);
+  if (s.stops->stopped()) return finish(s, FinishReason::StopString);
+  if (gp.n_predict > 0 && static_cast<int64_t>(s.result.output.size()) >= gp.n_predict)
+    return finish(s, FinishReason::Length);
+  if (static_cast<int64_t>(s.slot->cached_tokens().size()) >= cfg_.n_ctx) return finish(s, FinishReason::ContextFull);
+}
+
+void Engine::finish(SlotRun& s, FinishReason reason, std::string error) {
+  GenerationResult r = std::move(s.result);
+  r.reason = reason;
+  r.error = std::move(error);
+  Generation& gen = *s.p->gen;
+  if (s.prefilled && reason != FinishReason::StopString && reason != FinishReason::EndOfGeneration && s.decoder) {
+    // What the stream decoder and the stop strings still hold back.
+    const std::string_view held = s.decoder->flush();
+    s.raw_text.append(held);
+    std::string tail(s.stops->push(held));
+    if (!s.stops->stopped()) tail.append(s.stops->flush());
+    r.text.append(tail);
+    if (!tail.empty()) gen.push(tail, -1);
+  }
+  if (reason == FinishReason::StopString) {
+    size_t best = std::string::npos;
+    for (const std::string& w : s.p->req.params.stop) {
+      const size_t at = w.empty() ? std::string::npos : s.raw_text.find(w);
+      if (at < best) {
+        best = at;
+        r.stop_word = w;
+      }
+    }
+  }
+  if (s.slot->request_open()) r.stats = s.slot->end_request();
+  else if (s.prefilled || reason == FinishReason::Error) r.stats = s.slot->stats();
+  if (s.prefilled && !r.output.empty()) r.predicted_ms = ms_between(s.prefill_end, s.last_token);
+  std::unique_ptr<Pending> p = std::move(s.p);
+  s.sampler.reset();
+  s.decoder.reset();
+  s.stops.reset();
+  s.raw_text.clear();
+  {
+    std::lock_guard lk(mu_);
+    s.phase = SlotPhase::Idle;
+    s.last_used = ++use_clock_;
+    --busy_;
+    if (s.prefilled) counters_.totals.add(r.stats);
+    counters_.prompt_cache_bytes = cache_.bytes_used();
+    counters_.prompt_cache_entries = cache_.entries();
+    refresh_locked(s);
+  }
+  s.prefilled = false;
+  s.result = GenerationResult{};
+  complete(p->req, gen, std::move(r));
+}
+
+void Engine::complete(const EngineRequest& req, Generation& gen, GenerationResult&& r) {
+  FinishHook hook;
+  {
+    std::lock_guard lk(mu_);
+    switch (r.reason) {
+      case FinishReason::Cancelled: ++counters_.cancelled; break;
+      case FinishReason::Timeout: ++counters_.timed_out; break;
+      case FinishReason::Error: ++counters_.failed; break;
+      default: ++counters_.completed; break;
+    }
+    counters_.sampled_tokens += static_cast<int64_t>(r.output.size());
+    hook = finish_hook_;
+  }
+  if (hook) {
+    try {
+      hook(req, r, gen.id());
+    } catch (...) {
+      // A failing log must not take the scheduler down.
+    }
+  }
+  gen.finish(std::move(r));
+}
+
+}  // namespace tandem::serve

@@ -1,0 +1,190 @@
+// The serving engine: N slots over one loaded model, a bounded queue, and one scheduler thread
+// that runs the slots' work. No HTTP here: callers submit token prompts and read Generations.
+//
+//   Engine engine(model, tokenizer, cfg);
+//   auto gen = engine.submit({prompt_ids, user_starts, params});  // throws EngineBusy / invalid_argument
+//   while (true) { auto c = gen->next(100ms); ...; if (c.done) break; }
+//   gen->result().stats;                                             // serving.md §5
+//
+// Scheduling: a request goes to the idle slot whose cached tokens share the longest prefix with
+// its prompt (else the least recently used idle slot; `id_slot` pins a slot and waits for it).
+// Requests that find no idle slot wait in FIFO order, at most `queue_max` of them; beyond that
+// submit() throws EngineBusy. The scheduler thread interleaves the active slots one step at a time
+// (a step = a whole prefill, or one decode), round robin, so that slots share the model fairly;
+// Qwen35Model::forward runs one call at a time anyway. Between steps it drops cancelled requests
+// and those past their deadline, and applies run-time configuration changes.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "model/qwen35_model.h"
+#include "serve/generation.h"
+#include "serve/policy_factory.h"
+#include "serve/prompt_cache.h"
+#include "serve/request_totals.h"
+#include "serve/slot.h"
+#include "text/sampler.h"
+#include "text/tokenizer.h"
+
+namespace tandem::serve {
+
+struct EngineConfig {
+  int n_parallel = 1;        // slots
+  int64_t n_ctx = 4096;      // context (KV rows) of each slot
+  int queue_max = 64;        // requests that may wait for a slot
+  int64_t timeout_ms = 0;    // default per-request deadline from arrival; 0: none
+  SlotConfig slot;           // batch sizes, consolidation, ctx_checkpoints
+  PolicyConfig policy;
+  size_t cache_ram_mib = 512;  // host prompt cache shared by the slots; 0: none
+};
+
+struct GenerationParams {
+  text::SamplerParams sampling;
+  int64_t n_predict = -1;  // -1: until end of generation or a full context
+  bool ignore_eos = false;
+  std::vector<std::string> stop;
+  int id_slot = -1;         // -1: any slot
+  int64_t timeout_ms = -1;  // -1: the engine's default; 0: none
+};
+
+struct EngineRequest {
+  std::vector<int32_t> prompt;
+  std::vector<int64_t> user_starts;  // first token of each user message (serve::Prompt)
+  GenerationParams params;
+};
+
+// All slots busy and the queue full.
+class EngineBusy : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Run-time changes (serve API: effective at each slot's next prefill); unset fields stay.
+struct ServingChange {
+  std::optional<PolicyKind> policy;
+  std::optional<int64_t> min_gap;  // divergence
+  std::optional<bool> consolidate;
+  std::optional<int> ctx_checkpoints;
+  std::optional<int64_t> timeout_ms;
+};
+
+enum class SlotPhase : uint8_t { Idle, Prefill, Generating };
+std::string_view to_string(SlotPhase p);
+
+struct SlotSnapshot {
+  int id = 0;
+  SlotPhase phase = SlotPhase::Idle;
+  uint64_t generation_id = 0;  // the request in the slot (0: none)
+  uint64_t requests = 0;       // requests served
+  int64_t n_ctx = 0;
+  int64_t n_cached = 0;        // tokens the state holds
+  int64_t n_generated = 0;     // tokens sampled for the current request
+  std::vector<int64_t> checkpoint_positions;
+  size_t checkpoint_bytes = 0;
+  size_t kv_bytes = 0;         // allocated KV cache
+  size_t recurrent_bytes = 0;  // live recurrent state
+  std::string policy;
+  bool consolidate = false;
+  int ctx_checkpoints = 0;
+};
+
+struct EngineSnapshot {
+  std::vector<SlotSnapshot> slots;
+  int queued = 0;
+  int queue_max = 0;
+  RequestTotals totals;
+  uint64_t submitted = 0, rejected = 0, completed = 0, cancelled = 0, timed_out = 0, failed = 0;
+  int64_t sampled_tokens = 0;  // output tokens of all requests
+  size_t prompt_cache_bytes = 0, prompt_cache_budget_bytes = 0, prompt_cache_entries = 0;
+  GovernorStats governor;
+  PolicyKind policy = PolicyKind::Divergence;
+  int64_t min_gap = 0;
+  bool consolidate = false;
+  int ctx_checkpoints = 0;
+  int64_t timeout_ms = 0;
+};
+
+class Engine {
+ public:
+  // The model and tokenizer must outlive the engine. Allocates every slot's state now.
+  // Throws std::invalid_argument for a configuration it cannot run.
+  Engine(Qwen35Model& model, const text::Tokenizer& tok, EngineConfig cfg);
+  ~Engine();  // finishes queued and running requests as Cancelled, joins the scheduler
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Validates (std::invalid_argument saying what is wrong: empty prompt, prompt not fitting the
+  // context, token id outside the vocabulary, bad user-message positions, unknown slot, n_predict
+  // below -1) and queues the request. Throws EngineBusy when it cannot even wait.
+  std::shared_ptr<Generation> submit(EngineRequest req);
+
+  // Called on the scheduler thread when a request finishes (any reason), just before its
+  // Generation is marked done: request logs. Set before the first submit.
+  using FinishHook = std::function<void(const EngineRequest&, const GenerationResult&, uint64_t id)>;
+  void set_finish_hook(FinishHook hook);
+
+  // Validates (std::invalid_argument) and records the change; each slot applies it before its
+  // next request (the serve API's switches take effect at the next prefill anyway).
+  void reconfigure(const ServingChange& change);
+
+  EngineSnapshot snapshot() const;
+  // The configuration the engine was built with (snapshot() has the current switches).
+  const EngineConfig& config() const { return cfg_; }
+  const text::Tokenizer& tokenizer() const { return tok_; }
+  Qwen35Model& model() { return model_; }
+
+ private:
+  struct Pending;
+  struct SlotRun;
+  struct Wake;
+  struct Live {  // the switchable part of the configuration
+    PolicyConfig policy;
+    bool consolidate = false;
+    int ctx_checkpoints = 0;
+    int64_t timeout_ms = 0;
+    uint64_t version = 0;
+  };
+
+  void loop();
+  void expire_queue_locked(std::vector<std::unique_ptr<Pending>>& out, std::vector<FinishReason>& why);
+  void assign_locked();
+  int pick_slot_locked(const Pending& p) const;
+  void step(SlotRun& s);
+  void start(SlotRun& s);
+  void emit(SlotRun& s, int32_t token);
+  void finish(SlotRun& s, FinishReason reason, std::string error = {});
+  void refresh_locked(SlotRun& s);  // scheduler thread (or the constructor), mu_ held
+  void complete(const EngineRequest& req, Generation& gen, GenerationResult&& r);
+  void wake();
+
+  Qwen35Model& model_;
+  const text::Tokenizer& tok_;
+  const EngineConfig cfg_;
+  PromptCache cache_;  // touched by the scheduler thread only (its sizes are mirrored under mu_)
+
+  mutable std::mutex mu_;
+  std::shared_ptr<Wake> wake_;
+  bool stop_ = false;
+  Live live_;
+  std::deque<std::unique_ptr<Pending>> queue_;
+  std::vector<std::unique_ptr<SlotRun>> slots_;  // phase/assignment under mu_; the Slot itself: scheduler only
+  std::vector<SlotSnapshot> slot_snap_;
+  FinishHook finish_hook_;
+  uint64_t next_id_ = 1;
+  uint64_t use_clock_ = 0;
+  int busy_ = 0;             // slots holding a request
+  EngineSnapshot counters_;  // totals, counters and prompt-cache sizes
+  std::thread thread_;
+};
+
+}  // namespace tandem::serve

@@ -1,0 +1,45 @@
+// Sums of every per-request number of serving.md §5 over a server's life (what /metrics exports
+// as counters). Means follow from a sum and `requests`.
+#pragma once
+
+#include <cstdint>
+
+#include "serve/request_stats.h"
+
+namespace tandem::serve {
+
+struct RequestTotals {
+  uint64_t requests = 0;  // requests that reached a slot (prefill ran or was attempted)
+  int64_t n_prompt = 0, lcp = 0, restore_pos = 0, new_tokens = 0, kv_bound = 0;
+  int64_t passes = 0;
+  int64_t checkpoints_restored = 0, checkpoints_created = 0, checkpoints_evicted = 0, checkpoints_dropped = 0;
+  uint64_t bytes_copied = 0;
+  uint64_t prompt_cache_saves = 0, prompt_cache_loads = 0;
+  double prefill_ms = 0, decode_ms = 0;
+  int64_t tokens_generated = 0;  // tokens fed back through decode (RequestStats::tokens_generated)
+  int64_t drafts_proposed = 0, drafts_accepted = 0;
+
+  void add(const RequestStats& s) {
+    ++requests;
+    n_prompt += s.n_prompt;
+    lcp += s.lcp;
+    restore_pos += s.restore_pos;
+    new_tokens += s.new_tokens;
+    kv_bound += s.kv_bound;
+    passes += s.passes;
+    checkpoints_restored += s.checkpoints_restored;
+    checkpoints_created += s.checkpoints_created;
+    checkpoints_evicted += s.checkpoints_evicted;
+    checkpoints_dropped += s.checkpoints_dropped;
+    bytes_copied += s.bytes_copied;
+    prompt_cache_saves += s.prompt_cache_saved ? 1 : 0;
+    prompt_cache_loads += s.prompt_cache_loaded ? 1 : 0;
+    prefill_ms += s.prefill_ms;
+    decode_ms += s.decode_ms;
+    tokens_generated += s.tokens_generated;
+    drafts_proposed += s.drafts_proposed;
+    drafts_accepted += s.drafts_accepted;
+  }
+};
+
+}  // namespace tandem::serve

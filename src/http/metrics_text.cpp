@@ -1,0 +1,129 @@
+#include "http/metrics_text.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace tandem::http {
+
+namespace {
+
+class Writer {
+ public:
+  // One HELP/TYPE header per family.
+  void family(const char* name, const char* type, const char* help) {
+    out_ << "# HELP " << name << ' ' << help << '\n' << "# TYPE " << name << ' ' << type << '\n';
+  }
+  void sample(const char* name, double v, const std::string& labels = {}) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    out_ << name;
+    if (!labels.empty()) out_ << '{' << labels << '}';
+    out_ << ' ' << buf << '\n';
+  }
+  void one(const char* name, const char* type, const char* help, double v) {
+    family(name, type, help);
+    sample(name, v);
+  }
+  std::string str() const { return out_.str(); }
+
+ private:
+  std::ostringstream out_;
+};
+
+std::string slot_label(int id) { return "slot=\"" + std::to_string(id) + "\""; }
+
+}  // namespace
+
+std::string prometheus_text(const serve::EngineSnapshot& s) {
+  Writer w;
+  const serve::RequestTotals& t = s.totals;
+  const auto d = [](auto v) { return static_cast<double>(v); };
+
+  // Request outcomes.
+  w.one("tandem_requests_submitted_total", "counter", "Requests accepted into the queue.", d(s.submitted));
+  w.one("tandem_requests_rejected_total", "counter", "Requests refused with 503 (all slots busy, queue full).", d(s.rejected));
+  w.family("tandem_requests_finished_total", "counter", "Finished requests by outcome.");
+  w.sample("tandem_requests_finished_total", d(s.completed), "outcome=\"completed\"");
+  w.sample("tandem_requests_finished_total", d(s.cancelled), "outcome=\"cancelled\"");
+  w.sample("tandem_requests_finished_total", d(s.timed_out), "outcome=\"timeout\"");
+  w.sample("tandem_requests_finished_total", d(s.failed), "outcome=\"error\"");
+  w.one("tandem_output_tokens_total", "counter", "Tokens sampled for all requests.", d(s.sampled_tokens));
+
+  // serving.md §5, summed over the requests that ran on a slot.
+  w.one("tandem_request_count_total", "counter", "Requests that ran on a slot (the denominator of the sums below).", d(t.requests));
+  w.one("tandem_request_prompt_tokens_total", "counter", "Sum of N (prompt tokens).", d(t.n_prompt));
+  w.one("tandem_request_lcp_tokens_total", "counter", "Sum of L (common prefix with the slot's cached tokens).", d(t.lcp));
+  w.one("tandem_request_restore_pos_tokens_total", "counter", "Sum of R (position prefill resumed from).", d(t.restore_pos));
+  w.one("tandem_request_new_tokens_total", "counter", "Sum of N - R (prompt tokens prefilled).", d(t.new_tokens));
+  w.one("tandem_request_kv_bound_tokens_total", "counter", "Sum of N - L (what pure attention would prefill).", d(t.kv_bound));
+  w.one("tandem_request_passes_total", "counter", "Model passes (micro-batches) of prefills.", d(t.passes));
+  w.one("tandem_request_checkpoints_restored_total", "counter", "Checkpoints restored.", d(t.checkpoints_restored));
+  w.one("tandem_request_checkpoints_created_total", "counter", "Checkpoints created.", d(t.checkpoints_created));
+  w.one("tandem_request_checkpoints_evicted_total", "counter", "Checkpoints evicted (capacity or thinning).", d(t.checkpoints_evicted));
+  w.one("tandem_request_checkpoints_dropped_total", "counter", "Checkpoints dropped (beyond R after a restore).", d(t.checkpoints_dropped));
+  w.one("tandem_request_bytes_copied_total", "counter", "State bytes copied (checkpoints, prompt cache).", d(t.bytes_copied));
+  w.one("tandem_request_prompt_cache_saves_total", "counter", "Requests that saved the slot into the prompt cache.", d(t.prompt_cache_saves));
+  w.one("tandem_request_prompt_cache_loads_total", "counter", "Requests that loaded a prompt-cache entry.", d(t.prompt_cache_loads));
+  w.one("tandem_request_prefill_seconds_total", "counter", "Prefill time (restore + passes + copies).", t.prefill_ms / 1000.0);
+  w.one("tandem_request_decode_seconds_total", "counter", "Decode time (model calls of generated tokens).", t.decode_ms / 1000.0);
+  w.one("tandem_request_tokens_generated_total", "counter", "Generated tokens fed back through decode.", d(t.tokens_generated));
+  w.one("tandem_request_ms_per_output_token", "gauge", "Mean decode ms per generated token over all requests.",
+        t.tokens_generated > 0 ? t.decode_ms / d(t.tokens_generated) : 0.0);
+  w.one("tandem_request_drafts_proposed_total", "counter", "Speculative drafts proposed.", d(t.drafts_proposed));
+  w.one("tandem_request_drafts_accepted_total", "counter", "Speculative drafts accepted.", d(t.drafts_accepted));
+
+  // Queue and slots.
+  w.one("tandem_queue_waiting", "gauge", "Requests waiting for a slot.", d(s.queued));
+  w.one("tandem_queue_capacity", "gauge", "Requests that may wait (--queue).", d(s.queue_max));
+  w.one("tandem_slots", "gauge", "Slots (--parallel).", d(s.slots.size()));
+  w.family("tandem_slot_state", "gauge", "1 for the state each slot is in.");
+  for (const auto& sl : s.slots)
+    for (auto ph : {serve::SlotPhase::Idle, serve::SlotPhase::Prefill, serve::SlotPhase::Generating})
+      w.sample("tandem_slot_state", sl.phase == ph ? 1 : 0,
+               slot_label(sl.id) + ",state=\"" + std::string(serve::to_string(ph)) + "\"");
+  w.family("tandem_slot_cached_tokens", "gauge", "Tokens the slot's state holds.");
+  for (const auto& sl : s.slots) w.sample("tandem_slot_cached_tokens", d(sl.n_cached), slot_label(sl.id));
+  w.family("tandem_slot_checkpoints", "gauge", "Checkpoints held by the slot.");
+  for (const auto& sl : s.slots) w.sample("tandem_slot_checkpoints", d(sl.checkpoint_positions.size()), slot_label(sl.id));
+  w.family("tandem_slot_checkpoint_bytes", "gauge", "Bytes of the checkpoints held by the slot.");
+  for (const auto& sl : s.slots) w.sample("tandem_slot_checkpoint_bytes", d(sl.checkpoint_bytes), slot_label(sl.id));
+  w.family("tandem_slot_kv_bytes", "gauge", "KV cache bytes allocated for the slot.");
+  for (const auto& sl : s.slots) w.sample("tandem_slot_kv_bytes", d(sl.kv_bytes), slot_label(sl.id));
+  w.family("tandem_slot_recurrent_bytes", "gauge", "Live recurrent state bytes of the slot.");
+  for (const auto& sl : s.slots) w.sample("tandem_slot_recurrent_bytes", d(sl.recurrent_bytes), slot_label(sl.id));
+  w.family("tandem_slot_requests_total", "counter", "Requests the slot has served.");
+  for (const auto& sl : s.slots) w.sample("tandem_slot_requests_total", d(sl.requests), slot_label(sl.id));
+
+  size_t kv = 0, rec = 0, cp = 0;
+  for (const auto& sl : s.slots) {
+    kv += sl.kv_bytes;
+    rec += sl.recurrent_bytes;
+    cp += sl.checkpoint_bytes;
+  }
+  w.one("tandem_kv_bytes", "gauge", "KV cache bytes of all slots.", d(kv));
+  w.one("tandem_recurrent_bytes", "gauge", "Live recurrent state bytes of all slots.", d(rec));
+  w.one("tandem_checkpoint_bytes", "gauge", "Checkpoint bytes of all slots.", d(cp));
+  w.one("tandem_prompt_cache_bytes", "gauge", "Prompt-cache bytes in use.", d(s.prompt_cache_bytes));
+  w.one("tandem_prompt_cache_budget_bytes", "gauge", "Prompt-cache budget (--cache-ram).", d(s.prompt_cache_budget_bytes));
+  w.one("tandem_prompt_cache_entries", "gauge", "Prompt-cache entries.", d(s.prompt_cache_entries));
+
+  // Resource governor (idle release).
+  const GovernorStats& g = s.governor;
+  w.one("tandem_governor_releases_total", "counter", "Times compute resources were released after idling.", d(g.releases));
+  w.one("tandem_governor_reacquires_total", "counter", "Times released resources were acquired again.", d(g.reacquires));
+  w.one("tandem_governor_released_seconds_total", "counter", "Seconds spent released.", g.seconds_released);
+  w.one("tandem_governor_last_wake_latency_ms", "gauge", "Time the last re-acquire took.", g.last_wake_latency_ms);
+  w.one("tandem_governor_max_wake_latency_ms", "gauge", "Longest re-acquire.", g.max_wake_latency_ms);
+  w.one("tandem_governor_released", "gauge", "1 while resources are released.", g.released ? 1 : 0);
+
+  // Current switches.
+  w.family("tandem_config_info", "gauge", "The serving configuration now in force (labels).");
+  w.sample("tandem_config_info", 1,
+           "checkpoint_policy=\"" + std::string(serve::to_string(s.policy)) + "\",consolidate=\"" +
+               (s.consolidate ? "on" : "off") + "\"");
+  w.one("tandem_config_ctx_checkpoints", "gauge", "Checkpoint capacity per slot.", d(s.ctx_checkpoints));
+  w.one("tandem_config_min_gap", "gauge", "Divergence policy's min_gap.", d(s.min_gap));
+  return w.str();
+}
+
+}  // namespace tandem::http

@@ -1,0 +1,17 @@
+// GET /metrics: the engine's snapshot in the Prometheus text format (version 0.0.4).
+//
+// Per-request aggregates of every serving.md §5 number (counters, tandem_request_* ...),
+// request outcomes, queue and slot states, prompt-cache bytes used / budget, KV and recurrent
+// bytes, and the resource governor's releases / re-acquires / seconds released / wake latency.
+// docs/http.md lists every name.
+#pragma once
+
+#include <string>
+
+#include "serve/engine.h"
+
+namespace tandem::http {
+
+std::string prometheus_text(const serve::EngineSnapshot& s);
+
+}  // namespace tandem::http

@@ -1,0 +1,49 @@
+// The generation endpoints' request bodies -> an engine request. Field names follow OpenAI's chat
+// completions and llama.cpp's /completion; every wrong type or out-of-range value is a 400 that
+// names the field (json_fields.h).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "http/json_text.h"
+#include "serve/engine.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
+
+namespace tandem::http {
+
+struct ParseContext {
+  const text::Tokenizer* tok = nullptr;
+  const text::ChatTemplate* tmpl = nullptr;
+  int64_t n_ctx = 0;     // per slot
+  int n_parallel = 1;
+  std::vector<std::string> model_names;  // accepted "model" values (absent or "" is always accepted)
+};
+
+struct ParsedRequest {
+  serve::EngineRequest engine;
+  bool stream = false;
+  bool include_usage = false;  // chat: stream_options.include_usage
+  std::string model;           // as given (echoed back), or the first served name
+};
+
+// POST /completion: prompt (string, token ids, or a mix), n_predict, sampling, stop, stream,
+// id_slot, cache_prompt, ignore_eos, timeout_ms.
+ParsedRequest parse_completion_request(const Json& body, const ParseContext& ctx);
+// POST /v1/chat/completions: model, messages (rendered with the model's chat template), max_tokens /
+// max_completion_tokens, sampling, stop, stream, stream_options, n (must be 1), tools,
+// chat_template_kwargs.enable_thinking, plus the llama.cpp extras (top_k, min_p, id_slot, ...).
+ParsedRequest parse_chat_request(const Json& body, const ParseContext& ctx);
+
+// Positions where `<|im_start|>user` begins in a token sequence (raw prompts: the stock policy's
+// last-user-message cut needs them as the chat path gets them from the template).
+std::vector<int64_t> find_user_starts(const text::Tokenizer& tok, std::span<const int32_t> tokens);
+
+// Token ids of a JSON value: a string (tokenized, control tokens recognized), an array of ids, or
+// an array mixing both. `what` names the field in errors.
+std::vector<int32_t> tokens_of(const Json& v, const text::Tokenizer& tok, const char* what);
+
+}  // namespace tandem::http

@@ -1,0 +1,137 @@
+// POST /v1/chat/completions and POST /completion: parse, submit to the engine, answer whole or as
+// server-sent events. A client that goes away cancels its generation (ConnectionWatch for
+// whole answers; a failed write or a hang-up for streams).
+#include <httplib.h>
+
+#include <chrono>
+#include <ctime>
+#include <memory>
+
+#include "http/api_error.h"
+#include "http/connection_watch.h"
+#include "http/error_map.h"
+#include "http/json_fields.h"
+#include "http/request_parse.h"
+#include "http/response_json.h"
+#include "http/server.h"
+#include "http/sse.h"
+
+namespace tandem::http {
+
+namespace {
+
+using serve::FinishReason;
+using namespace std::chrono_literals;
+
+constexpr auto kPoll = 50ms;
+
+// A finished generation that is not a normal answer (nothing to show, or a failure).
+std::optional<ApiError> failure_of(const serve::GenerationResult& r, bool server_stopping) {
+  if (r.reason == FinishReason::Error) return server_error("generation failed: " + r.error);
+  if (r.reason == FinishReason::Timeout && !r.started)
+    return unavailable("the request's deadline passed after " + std::to_string(static_cast<int64_t>(r.queue_ms)) +
+                       " ms waiting for a slot");
+  if (r.reason == FinishReason::Cancelled)
+    return server_stopping ? unavailable("the server is shutting down") : server_error("the request was cancelled");
+  return std::nullopt;
+}
+
+struct StreamState {
+  std::shared_ptr<serve::Generation> gen;
+  ResponseMeta meta;
+  int64_t n_prompt = 0;
+  bool chat = true;
+  bool include_usage = false;
+  ConnectionWatch watch;
+  bool sent_role = false;
+  bool finished = false;
+};
+
+}  // namespace
+
+void HttpServer::generate(const httplib::Request& req, httplib::Response& res, Api api) {
+  const Json body = parse_json_object(req.body);
+  ParseContext ctx;
+  ctx.tok = &engine_.tokenizer();
+  ctx.tmpl = &tmpl_;
+  ctx.n_ctx = engine_.config().n_ctx;
+  ctx.n_parallel = engine_.config().n_parallel;
+  ctx.model_names = cfg_.model_names;
+  const bool chat = api == Api::OpenAiChat;
+  ParsedRequest pr = chat ? parse_chat_request(body, ctx) : parse_completion_request(body, ctx);
+  const int64_t n_prompt = static_cast<int64_t>(pr.engine.prompt.size());
+
+  std::shared_ptr<serve::Generation> gen = engine_.submit(std::move(pr.engine));
+  ResponseMeta meta;
+  meta.id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(gen->id());
+  meta.created = static_cast<int64_t>(std::time(nullptr));
+  meta.model = pr.model;
+  ConnectionWatch watch = ConnectionWatch::find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+
+  if (!pr.stream) {
+    while (!gen->wait_done(kPoll))
+      if (stopping() || watch.peer_closed()) gen->cancel();
+    const serve::GenerationResult& r = gen->result();
+    if (auto err = failure_of(r, stopping())) return send_error(res, *err);
+    const Json out = chat ? chat_completion_json(meta, r, n_prompt) : completion_json(meta, r, n_prompt, r.text);
+    res.status = 200;
+    res.set_content(to_text(out), "application/json; charset=utf-8");
+    return;
+  }
+
+  auto st = std::make_shared<StreamState>();
+  st->gen = gen;
+  st->meta = meta;
+  st->n_prompt = n_prompt;
+  st->chat = chat;
+  st->include_usage = pr.include_usage;
+  st->watch = watch;
+  res.status = 200;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [this, st](size_t, httplib::DataSink& sink) -> bool {
+        if (st->finished) return true;
+        if (stopping() || st->watch.peer_closed()) {
+          st->gen->cancel();
+          return false;
+        }
+        std::string out;
+        if (st->chat && !st->sent_role) {
+          out += sse_event(chat_chunk_json(st->meta, "assistant", "", std::nullopt));
+          st->sent_role = true;
+        }
+        serve::Generation::Chunk c = st->gen->next(kPoll);
+        if (!c.text.empty() || (!st->chat && !c.tokens.empty())) {
+          out += st->chat ? sse_event(chat_chunk_json(st->meta, std::nullopt, c.text, std::nullopt))
+                          : sse_event(completion_chunk_json(c.text, c.tokens, c.slot));
+        }
+        if (c.done) {
+          const serve::GenerationResult& r = st->gen->result();
+          if (auto err = failure_of(r, stopping())) {
+            out += sse_error(err->status(), err->type(), err->what());
+          } else if (st->chat) {
+            out += sse_event(chat_final_chunk_json(st->meta, r));
+            if (st->include_usage) out += sse_event(chat_usage_chunk_json(st->meta, r, st->n_prompt));
+          } else {
+            out += sse_event(completion_json(st->meta, r, st->n_prompt, ""));
+          }
+          if (st->chat) out += sse_done();
+        }
+        if (!out.empty() && !sink.write(out.data(), out.size())) {
+          st->gen->cancel();
+          return false;
+        }
+        if (c.done) {
+          st->finished = true;
+          sink.done();
+        }
+        return true;
+      },
+      [st](bool) {
+        if (!st->gen->done()) st->gen->cancel();
+      });
+}
+
+}  // namespace tandem::http

@@ -1,0 +1,151 @@
+// The non-generating endpoints: /health, /slots, /metrics, /props (GET: configuration; POST:
+// switch the serving policy at run time), /v1/models, /tokenize, /detokenize.
+#include <httplib.h>
+
+#include "http/api_error.h"
+#include "http/json_fields.h"
+#include "http/metrics_text.h"
+#include "http/request_parse.h"
+#include "http/server.h"
+#include "serve/policy_factory.h"
+
+namespace tandem::http {
+
+namespace {
+
+void send_json(httplib::Response& res, const Json& j) {
+  res.status = 200;
+  res.set_content(to_text(j), "application/json; charset=utf-8");
+}
+
+Json serving_json(const serve::EngineSnapshot& s, const serve::EngineConfig& c) {
+  return Json{{"checkpoint_policy", serve::to_string(s.policy)},
+              {"min_gap", s.min_gap},
+              {"consolidate_batches", s.consolidate},
+              {"ctx_checkpoints", s.ctx_checkpoints},
+              {"timeout_ms", s.timeout_ms},
+              {"cache_ram_mib", c.cache_ram_mib},
+              {"n_batch", c.slot.batch.n_batch},
+              {"n_ubatch", c.slot.batch.n_ubatch},
+              {"n_ctx", c.n_ctx},
+              {"parallel", c.n_parallel},
+              {"queue", c.queue_max}};
+}
+
+}  // namespace
+
+void HttpServer::health(const httplib::Request&, httplib::Response& res) { send_json(res, Json{{"status", "ok"}}); }
+
+void HttpServer::slots(const httplib::Request&, httplib::Response& res) {
+  const serve::EngineSnapshot s = engine_.snapshot();
+  Json arr = Json::array();
+  for (const auto& sl : s.slots) {
+    arr.push_back(Json{{"id", sl.id},
+                       {"n_ctx", sl.n_ctx},
+                       {"is_processing", sl.phase != serve::SlotPhase::Idle},
+                       {"state", serve::to_string(sl.phase)},
+                       {"id_task", sl.generation_id},
+                       {"n_requests", sl.requests},
+                       {"n_cached", sl.n_cached},
+                       {"n_generated", sl.n_generated},
+                       {"checkpoints", sl.checkpoint_positions},
+                       {"checkpoint_bytes", sl.checkpoint_bytes},
+                       {"kv_bytes", sl.kv_bytes},
+                       {"recurrent_bytes", sl.recurrent_bytes},
+                       {"checkpoint_policy", sl.policy},
+                       {"consolidate_batches", sl.consolidate},
+                       {"ctx_checkpoints", sl.ctx_checkpoints}});
+  }
+  send_json(res, arr);
+}
+
+void HttpServer::metrics(const httplib::Request&, httplib::Response& res) {
+  res.status = 200;
+  res.set_content(prometheus_text(engine_.snapshot()), "text/plain; version=0.0.4; charset=utf-8");
+}
+
+void HttpServer::props_get(const httplib::Request&, httplib::Response& res) {
+  const serve::EngineConfig& c = engine_.config();
+  const serve::EngineSnapshot s = engine_.snapshot();
+  send_json(res, Json{{"default_generation_settings", Json{{"n_ctx", c.n_ctx}}},
+                      {"total_slots", c.n_parallel},
+                      {"model_path", cfg_.model_path},
+                      {"model", cfg_.model_names.front()},
+                      {"chat_template", text::chat_template_family_name(tmpl_.family())},
+                      {"serving", serving_json(s, c)}});
+}
+
+void HttpServer::props_post(const httplib::Request& req, httplib::Response& res) {
+  const Json body = parse_json_object(req.body);
+  static const char* kKeys[] = {"checkpoint_policy", "min_gap", "consolidate_batches", "ctx_checkpoints", "timeout_ms"};
+  for (const auto& [k, v] : body.items()) {
+    bool known = false;
+    for (const char* key : kKeys) known = known || k == key;
+    if (!known)
+      throw bad_request("unknown setting '" + k +
+                            "' (settable at run time: checkpoint_policy, min_gap, consolidate_batches, ctx_checkpoints, timeout_ms)",
+                        k);
+  }
+  serve::ServingChange c;
+  if (auto p = opt_string(body, "checkpoint_policy")) {
+    try {
+      c.policy = serve::parse_policy_kind(*p);
+    } catch (const std::invalid_argument& e) {
+      throw bad_request(std::string("'checkpoint_policy': ") + e.what(), "checkpoint_policy");
+    }
+  }
+  c.min_gap = opt_int(body, "min_gap", 0, INT64_MAX);
+  if (auto it = body.find("consolidate_batches"); it != body.end() && it->is_string()) {
+    const std::string v = it->get<std::string>();
+    if (v != "on" && v != "off") throw bad_request("'consolidate_batches' must be true/false or \"on\"/\"off\"", "consolidate_batches");
+    c.consolidate = v == "on";
+  } else {
+    c.consolidate = opt_bool(body, "consolidate_batches");
+  }
+  if (auto v = opt_int(body, "ctx_checkpoints", 0, 1 << 20)) c.ctx_checkpoints = static_cast<int>(*v);
+  c.timeout_ms = opt_int(body, "timeout_ms", 0, INT64_MAX);
+  engine_.reconfigure(c);
+  props_get(req, res);
+}
+
+void HttpServer::models(const httplib::Request&, httplib::Response& res) {
+  Json data = Json::array();
+  for (const auto& n : cfg_.model_names)
+    data.push_back(Json{{"id", n}, {"object", "model"}, {"created", 0}, {"owned_by", "tandem"}});
+  send_json(res, Json{{"object", "list"}, {"data", data}});
+}
+
+void HttpServer::tokenize(const httplib::Request& req, httplib::Response& res) {
+  const Json body = parse_json_object(req.body);
+  const auto content = opt_string(body, "content");
+  if (!content) throw bad_request("missing 'content' (the text to tokenize)", "content");
+  opt_bool(body, "add_special");  // Qwen vocabularies add no BOS: nothing to add
+  const bool parse_special = opt_bool(body, "parse_special").value_or(true);
+  const bool with_pieces = opt_bool(body, "with_pieces").value_or(false);
+  const text::Tokenizer& tok = engine_.tokenizer();
+  const std::vector<int32_t> ids = tok.encode(*content, text::EncodeOptions{parse_special});
+  Json tokens = Json::array();
+  for (int32_t id : ids) {
+    if (with_pieces) {
+      std::string piece;
+      tok.append_token(piece, id);
+      tokens.push_back(Json{{"id", id}, {"piece", piece}});
+    } else {
+      tokens.push_back(id);
+    }
+  }
+  send_json(res, Json{{"tokens", tokens}});
+}
+
+void HttpServer::detokenize(const httplib::Request& req, httplib::Response& res) {
+  const Json body = parse_json_object(req.body);
+  const auto it = body.find("tokens");
+  if (it == body.end() || it->is_null()) throw bad_request("missing 'tokens' (an array of token ids)", "tokens");
+  if (!it->is_array()) throw bad_request(std::string("'tokens' must be an array of token ids, got ") + it->type_name(), "tokens");
+  const std::vector<int32_t> ids = tokens_of(*it, engine_.tokenizer(), "tokens");
+  for (const Json& e : *it)
+    if (e.is_string()) throw bad_request("'tokens' must hold token ids only", "tokens");
+  send_json(res, Json{{"content", engine_.tokenizer().decode(ids)}});
+}
+
+}  // namespace tandem::http

@@ -1,0 +1,95 @@
+// tandem-server: OpenAI- and llama.cpp-compatible HTTP server (docs/http.md).
+//
+//   tandem-server -m model.gguf --port 8080 --parallel 4
+//   tandem-server -m model.gguf --port 0          # prints the port it picked
+//
+// Stops on SIGINT / SIGTERM: requests in flight are cancelled, the slots' states freed.
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "http/request_log.h"
+#include "http/server.h"
+#include "http/server_options.h"
+#include "model/qwen35_model.h"
+#include "runtime/cpu_features.h"
+#include "serve/engine.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
+
+int main(int argc, char** argv) {
+  using namespace tandem;
+  http::ServerOptions opt;
+  try {
+    opt = http::parse_server_args(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tandem-server: %s\n\n%s", e.what(), http::server_usage().c_str());
+    return 2;
+  }
+  if (opt.help) {
+    std::fputs(http::server_usage().c_str(), stdout);
+    return 0;
+  }
+  // Every thread inherits this mask; the main thread waits for the signals below.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  try {
+    if (!opt.cpu_path.empty()) {
+      const auto tier = cpu_tier_from_name(opt.cpu_path);
+      if (!tier) throw std::invalid_argument("--cpu-path: expected scalar, avx2, avx512 or amx, got '" + opt.cpu_path + "'");
+      set_cpu_tier(*tier);
+    }
+    auto model = Qwen35Model::load(opt.model_path, opt.threads);
+    model->governor().set_idle_release_ms(opt.idle_release_ms);
+    const auto tok = text::Tokenizer::from_gguf(model->file());
+    text::ChatTemplate tmpl(text::ChatTemplateFamily::ChatML);
+    try {
+      tmpl = text::ChatTemplate::from_gguf_template(tok->vocab().chat_template());
+      if (!tmpl.exact()) std::fprintf(stderr, "tandem-server: warning: %s\n", tmpl.note().c_str());
+    } catch (const text::ChatTemplateError& e) {
+      std::fprintf(stderr, "tandem-server: warning: %s; using ChatML\n", e.what());
+    }
+
+    serve::Engine engine(*model, *tok, opt.engine);
+    std::unique_ptr<http::RequestLog> log;
+    if (!opt.log_requests.empty()) {
+      log = std::make_unique<http::RequestLog>(opt.log_requests);
+      engine.set_finish_hook([&log](const serve::EngineRequest& req, const serve::GenerationResult& r, uint64_t id) {
+        log->write(req, r, id);
+      });
+    }
+
+    http::HttpServerConfig hc;
+    hc.host = opt.host;
+    hc.port = opt.port;
+    hc.api_key = opt.api_key;
+    hc.http_threads = opt.http_threads;
+    hc.model_path = opt.model_path;
+    hc.model_names = opt.aliases;
+    const std::filesystem::path p(opt.model_path);
+    hc.model_names.push_back(p.filename().string());
+    if (p.stem() != p.filename()) hc.model_names.push_back(p.stem().string());
+    http::HttpServer server(engine, tmpl, hc);
+    const int port = server.start();
+    std::printf("tandem-server: listening on http://%s:%d (%d slots x %lld tokens, policy %s, model %s)\n",
+                opt.host.c_str(), port, opt.engine.n_parallel, static_cast<long long>(opt.engine.n_ctx),
+                std::string(serve::to_string(opt.engine.policy.kind)).c_str(), hc.model_names.front().c_str());
+    std::fflush(stdout);
+
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    std::fprintf(stderr, "tandem-server: signal %d, stopping\n", sig);
+    server.stop();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tandem-server: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,10 +1,12 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <vector>
 
 #include "gguf/quants.h"
 #include "kernels/activation_quant.h"
+#include "kernels/activations.h"
 #include "kernels/matmul_amx.h"
 #include "kernels/matmul_avx512.h"
 #include "kernels/packed_activations.h"
@@ -16,62 +18,77 @@ namespace {
 
 constexpr int kCols = avx512::kMaxCols;
 
-// Runs fn(r0, r1) over row ranges, on the pool when there is one. Ranges are multiples
-// of 4 rows and small enough for ~8 tasks per thread (load balance on a shared machine).
-template <typename F>
-void for_row_ranges(int64_t rows, int64_t T, ThreadPool* pool, F&& fn) {
-  const int threads = pool ? pool->size() : 1;
-  int64_t per = (rows + threads * 8 - 1) / (threads * 8);
-  if (T > kCols) per = std::min<int64_t>(per, 64);  // GEMM: keep a task's rows in cache
-  per = std::max<int64_t>(4, (per + 3) / 4 * 4);
-  const int64_t tasks = (rows + per - 1) / per;
-  auto task = [&](int64_t i, int) { fn(i * per, std::min(rows, (i + 1) * per)); };
-  if (pool && tasks > 1) pool->parallel_for(tasks, task);
-  else for (int64_t i = 0; i < tasks; ++i) task(i, 0);
-}
-
 template <typename F>
 void for_columns(int64_t T, ThreadPool* pool, F&& fn) {
   if (pool && T >= 8) pool->parallel_for(T, [&](int64_t t, int) { fn(t); });
   else for (int64_t t = 0; t < T; ++t) fn(t);
 }
 
-void matmul_scalar(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy,
-                   KernelContext& ctx) {
-  const GgmlType act_type = traits(W.type).vec_dot_type;
-  const size_t act_row = (activation_bytes(act_type, W.cols) + 63) / 64 * 64;
-  auto* act = static_cast<uint8_t*>(ctx.acts.get(act_row * static_cast<size_t>(T)));
-  for_columns(T, ctx.pool, [&](int64_t t) { quantize_activation(act_type, X + t * ldx, act + t * act_row, W.cols); });
-  for_row_ranges(W.rows, T, ctx.pool, [&](int64_t r0, int64_t r1) {
-    for (int64_t o = r0; o < r1; ++o)
-      for (int64_t t = 0; t < T; ++t) Y[t * ldy + o] = vec_dot_ref(W.type, W.cols, W.row(o), act + t * act_row);
-  });
+// AMX from one full tile of tokens on (A tiles hold 16 tokens; fewer would be mostly
+// padding). At T = 16 AMX already takes half the AVX-512 time (1024→3584 Q4_0, one
+// thread), so the crossover lies lower; below 16 the column-shared AVX-512 kernels run.
+constexpr int64_t kAmxMinCols = amx::kTileCols;
+
+bool amx_has_kernel(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }
+
+enum class Path { Scalar, Avx512, Amx };
+
+// The T activation rows converted once for one weight type and path; any number of
+// weight matrices of that type and width can then be applied (row range by row range).
+struct Prepared {
+  Path path = Path::Scalar;
+  GgmlType type = GgmlType::F32;  // the weight type it was prepared for
+  int64_t n = 0, T = 0;
+  const uint8_t* act = nullptr;   // scalar: ggml-layout rows; amx: A tiles
+  size_t act_row = 0;
+  const void* views = nullptr;    // avx512: per-column views
+  uint8_t* panels = nullptr;      // amx: one weight panel per thread
+  size_t panel_bytes = 0;
+};
+
+Path choose_path(GgmlType t, int64_t T) {
+  if (T >= kAmxMinCols && active_cpu_tier() >= CpuTier::Amx && amx_has_kernel(t)) return Path::Amx;
+  if (matmul_has_fast_kernel(t)) return Path::Avx512;
+  return Path::Scalar;
 }
 
-// Converts the T activation rows for the AVX-512 kernels and runs them over row ranges
-// and groups of up to 8 columns.
-void matmul_avx512(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy,
-                   KernelContext& ctx) {
-  const int64_t n = W.cols;
-  auto run = [&](auto views, auto kernel) {
-    for_row_ranges(W.rows, T, ctx.pool, [&](int64_t r0, int64_t r1) {
-      for (int64_t c0 = 0; c0 < T; c0 += kCols) {
-        const int nc = static_cast<int>(std::min<int64_t>(kCols, T - c0));
-        kernel(W.data, W.row_stride, n, r0, r1, views + c0, nc, Y + c0 * ldy, ldy);
-      }
-    });
-  };
-  switch (W.type) {
+Prepared prepare(GgmlType type, int64_t n, const float* X, int64_t ldx, int64_t T, KernelContext& ctx) {
+  Prepared p;
+  p.path = choose_path(type, T);
+  p.type = type;
+  p.n = n;
+  p.T = T;
+  if (p.path == Path::Amx) {
+    // Quantized into A tiles once; each task unpacks its panel of weight rows into its
+    // thread's slice and applies it to every group of 16 tokens.
+    const int threads = ctx.pool ? ctx.pool->size() : 1;
+    const size_t act_bytes = (amx::q8_tiles_bytes(n, T) + 63) / 64 * 64;
+    p.panel_bytes = (amx::panel_bytes(n) + 63) / 64 * 64;
+    auto* buf = static_cast<uint8_t*>(ctx.acts.get(act_bytes + p.panel_bytes * static_cast<size_t>(threads)));
+    for_columns(T, ctx.pool, [&](int64_t t) { amx::pack_q8_tile_column(X + t * ldx, n, T, t, buf); });
+    amx::pad_q8_tiles(n, T, buf);
+    p.act = buf;
+    p.panels = buf + act_bytes;
+    return p;
+  }
+  if (p.path == Path::Scalar) {
+    const GgmlType act_type = traits(type).vec_dot_type;
+    p.act_row = (activation_bytes(act_type, n) + 63) / 64 * 64;
+    auto* act = static_cast<uint8_t*>(ctx.acts.get(p.act_row * static_cast<size_t>(T)));
+    for_columns(T, ctx.pool, [&](int64_t t) { quantize_activation(act_type, X + t * ldx, act + t * p.act_row, n); });
+    p.act = act;
+    return p;
+  }
+  switch (type) {
     case GgmlType::Q4_0:
     case GgmlType::Q8_0: {
-      const PairLayout layout = W.type == GgmlType::Q4_0 ? PairLayout::kQ8Pairs : PairLayout::kQ8PairsU;
+      const PairLayout layout = type == GgmlType::Q4_0 ? PairLayout::kQ8Pairs : PairLayout::kQ8PairsU;
       const size_t row = q8_pairs_bytes(n, layout);
       auto* buf = static_cast<uint8_t*>(ctx.acts.get(row * static_cast<size_t>(T)));
       auto* views = ctx.ptrs.get_as<Q8PairsView>(static_cast<size_t>(T));
       for_columns(T, ctx.pool, [&](int64_t t) { views[t] = pack_q8_pairs(X + t * ldx, n, layout, buf + t * row); });
-      if (W.type == GgmlType::Q4_0) run(static_cast<const Q8PairsView*>(views), avx512::rows_q4_0);
-      else run(static_cast<const Q8PairsView*>(views), avx512::rows_q8_0);
-      return;
+      p.views = views;
+      break;
     }
     case GgmlType::Q4_K:
     case GgmlType::Q6_K: {
@@ -82,17 +99,16 @@ void matmul_avx512(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T
         quantize_activation(GgmlType::Q8_K, X + t * ldx, buf + t * row, n);
         views[t] = reinterpret_cast<const BlockQ8_K*>(buf + t * row);
       });
-      if (W.type == GgmlType::Q4_K) run(static_cast<const BlockQ8_K* const*>(views), avx512::rows_q4_K);
-      else run(static_cast<const BlockQ8_K* const*>(views), avx512::rows_q6_K);
-      return;
+      p.views = views;
+      break;
     }
     case GgmlType::F32: {
       auto* views = ctx.ptrs.get_as<const float*>(static_cast<size_t>(T));
       for (int64_t t = 0; t < T; ++t) views[t] = X + t * ldx;
-      run(static_cast<const float* const*>(views), avx512::rows_f32);
-      return;
+      p.views = views;
+      break;
     }
-    case GgmlType::F16: {
+    default: {  // F16
       const size_t row = (static_cast<size_t>(n) * 2 + 63) / 64 * 64;
       auto* buf = static_cast<uint8_t*>(ctx.acts.get(row * static_cast<size_t>(T)));
       auto* views = ctx.ptrs.get_as<const uint16_t*>(static_cast<size_t>(T));
@@ -100,41 +116,70 @@ void matmul_avx512(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T
         quantize_activation(GgmlType::F16, X + t * ldx, buf + t * row, n);
         views[t] = reinterpret_cast<const uint16_t*>(buf + t * row);
       });
-      run(static_cast<const uint16_t* const*>(views), avx512::rows_f16);
-      return;
+      p.views = views;
+      break;
     }
-    default:
-      matmul_scalar(W, X, ldx, T, Y, ldy, ctx);
+  }
+  return p;
+}
+
+// Rows [r0, r1) of W for all T columns: y[t*ldy + (r - r0)].
+void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, float* y, int64_t ldy, int thread) {
+  const uint8_t* w = W.data + static_cast<size_t>(r0) * W.row_stride;  // row r0 becomes row 0
+  const int64_t nr = r1 - r0, n = p.n, T = p.T;
+  if (p.path == Path::Amx) {
+    auto* gemm = W.type == GgmlType::Q4_0 ? amx::gemm_q4_0 : amx::gemm_q8_0;
+    gemm(w, W.row_stride, n, W.rows - r0, 0, nr, p.act, T, y, ldy,
+         p.panels + p.panel_bytes * static_cast<size_t>(thread));
+    return;
+  }
+  if (p.path == Path::Scalar) {
+    for (int64_t o = 0; o < nr; ++o)
+      for (int64_t t = 0; t < T; ++t)
+        y[t * ldy + o] = vec_dot_ref(W.type, n, w + static_cast<size_t>(o) * W.row_stride, p.act + t * p.act_row);
+    return;
+  }
+  for (int64_t c0 = 0; c0 < T; c0 += kCols) {
+    const int nc = static_cast<int>(std::min<int64_t>(kCols, T - c0));
+    float* yc = y + c0 * ldy;
+    switch (W.type) {
+      case GgmlType::Q4_0:
+        avx512::rows_q4_0(w, W.row_stride, n, 0, nr, static_cast<const Q8PairsView*>(p.views) + c0, nc, yc, ldy);
+        break;
+      case GgmlType::Q8_0:
+        avx512::rows_q8_0(w, W.row_stride, n, 0, nr, static_cast<const Q8PairsView*>(p.views) + c0, nc, yc, ldy);
+        break;
+      case GgmlType::Q4_K:
+        avx512::rows_q4_K(w, W.row_stride, n, 0, nr, static_cast<const BlockQ8_K* const*>(p.views) + c0, nc, yc, ldy);
+        break;
+      case GgmlType::Q6_K:
+        avx512::rows_q6_K(w, W.row_stride, n, 0, nr, static_cast<const BlockQ8_K* const*>(p.views) + c0, nc, yc, ldy);
+        break;
+      case GgmlType::F32:
+        avx512::rows_f32(w, W.row_stride, n, 0, nr, static_cast<const float* const*>(p.views) + c0, nc, yc, ldy);
+        break;
+      default:
+        avx512::rows_f16(w, W.row_stride, n, 0, nr, static_cast<const uint16_t* const*>(p.views) + c0, nc, yc, ldy);
+        break;
+    }
   }
 }
 
-// AMX from one full tile of tokens on (A tiles hold 16 tokens; fewer would be mostly
-// padding). At T = 16 AMX already takes half the AVX-512 time (1024→3584 Q4_0, one
-// thread), so the crossover lies lower; below 16 the column-shared AVX-512 kernels run.
-constexpr int64_t kAmxMinCols = amx::kTileCols;
+// Rows per task: the AMX panel size; otherwise multiples of 4, ~8 tasks per thread for
+// load balance on a shared machine, at most 64 for GEMM so a task's rows stay in cache.
+int64_t rows_per_task(const Prepared& p, int64_t rows, ThreadPool* pool) {
+  if (p.path == Path::Amx) return amx::kPanelRows;
+  const int threads = pool ? pool->size() : 1;
+  int64_t per = (rows + threads * 8 - 1) / (threads * 8);
+  if (p.T > kCols) per = std::min<int64_t>(per, 64);
+  return std::max<int64_t>(4, (per + 3) / 4 * 4);
+}
 
-bool amx_has_kernel(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }
-
-// Q4_0 / Q8_0 GEMM on AMX tiles: activations quantized once into A tiles, then tasks of
-// amx::kPanelRows weight rows, each unpacking its panel once (into its thread's slice of
-// the scratch) and applying it to every group of 16 tokens.
-void matmul_amx(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy,
-                KernelContext& ctx) {
-  const int64_t n = W.cols;
-  const int threads = ctx.pool ? ctx.pool->size() : 1;
-  const size_t act_bytes = (amx::q8_tiles_bytes(n, T) + 63) / 64 * 64;
-  const size_t panel_bytes = (amx::panel_bytes(n) + 63) / 64 * 64;
-  auto* buf = static_cast<uint8_t*>(ctx.acts.get(act_bytes + panel_bytes * static_cast<size_t>(threads)));
-  for_columns(T, ctx.pool, [&](int64_t t) { amx::pack_q8_tile_column(X + t * ldx, n, T, t, buf); });
-  amx::pad_q8_tiles(n, T, buf);
-  auto* gemm = W.type == GgmlType::Q4_0 ? amx::gemm_q4_0 : amx::gemm_q8_0;
-  const int64_t tasks = (W.rows + amx::kPanelRows - 1) / amx::kPanelRows;
-  auto task = [&](int64_t i, int thread) {
-    const int64_t r0 = i * amx::kPanelRows, r1 = std::min(W.rows, r0 + amx::kPanelRows);
-    gemm(W.data, W.row_stride, n, W.rows, r0, r1, buf, T, Y, ldy,
-         buf + act_bytes + panel_bytes * static_cast<size_t>(thread));
-  };
-  if (ctx.pool && tasks > 1) ctx.pool->parallel_for(tasks, task);
+template <typename F>
+void for_tasks(int64_t rows, int64_t per, ThreadPool* pool, F&& fn) {
+  const int64_t tasks = (rows + per - 1) / per;
+  auto task = [&](int64_t i, int thread) { fn(i * per, std::min(rows, (i + 1) * per), thread); };
+  if (pool && tasks > 1) pool->parallel_for(tasks, task);
   else for (int64_t i = 0; i < tasks; ++i) task(i, 0);
 }
 
@@ -152,10 +197,41 @@ bool matmul_has_fast_kernel(GgmlType t) {
 }
 
 void matmul(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy, KernelContext& ctx) {
-  if (T >= kAmxMinCols && active_cpu_tier() >= CpuTier::Amx && amx_has_kernel(W.type))
-    matmul_amx(W, X, ldx, T, Y, ldy, ctx);
-  else if (matmul_has_fast_kernel(W.type)) matmul_avx512(W, X, ldx, T, Y, ldy, ctx);
-  else matmul_scalar(W, X, ldx, T, Y, ldy, ctx);
+  const Prepared p = prepare(W.type, W.cols, X, ldx, T, ctx);
+  for_tasks(W.rows, rows_per_task(p, W.rows, ctx.pool), ctx.pool,
+            [&](int64_t r0, int64_t r1, int thread) { run_rows(p, W, r0, r1, Y + r0, ldy, thread); });
+}
+
+void matmul_swiglu(const WeightMatrix& Wg, const WeightMatrix& Wu, const float* X, int64_t ldx, int64_t T, float* Y,
+                   int64_t ldy, KernelContext& ctx) {
+  if (Wg.cols != Wu.cols || Wg.rows != Wu.rows)
+    throw std::invalid_argument("matmul_swiglu: gate and up matrices differ in shape");
+  const int threads = ctx.pool ? ctx.pool->size() : 1;
+  if (Wg.type != Wu.type) {
+    // Different storage types need differently converted activations: two plain products.
+    float* g = ctx.tiles.get_as<float>(static_cast<size_t>(2 * T * Wg.rows));
+    float* u = g + T * Wg.rows;
+    matmul(Wg, X, ldx, T, g, Wg.rows, ctx);
+    matmul(Wu, X, ldx, T, u, Wu.rows, ctx);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t r = 0; r < Wg.rows; ++r) Y[t * ldy + r] = silu(g[t * Wg.rows + r]) * u[t * Wg.rows + r];
+    return;
+  }
+  const Prepared p = prepare(Wg.type, Wg.cols, X, ldx, T, ctx);
+  const int64_t per = rows_per_task(p, Wg.rows, ctx.pool);
+  // Per-thread tiles of T x per floats for the two products of one row range: they stay
+  // in cache and are combined straight into Y.
+  const size_t tile = static_cast<size_t>(T * per);
+  float* tiles = ctx.tiles.get_as<float>(2 * tile * static_cast<size_t>(threads));
+  for_tasks(Wg.rows, per, ctx.pool, [&](int64_t r0, int64_t r1, int thread) {
+    float* g = tiles + 2 * tile * static_cast<size_t>(thread);
+    float* u = g + tile;
+    run_rows(p, Wg, r0, r1, g, per, thread);
+    run_rows(p, Wu, r0, r1, u, per, thread);
+    const int64_t nr = r1 - r0;
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t r = 0; r < nr; ++r) Y[t * ldy + r0 + r] = silu(g[t * per + r]) * u[t * per + r];
+  });
 }
 
 void matmul_ref(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy) {

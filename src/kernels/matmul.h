@@ -11,6 +11,7 @@
 //    (decode GEMV and the column-shared product for speculative verification);
 //  * T > 8: the same row kernels over groups of 8 columns, rows split in tasks small
 //    enough that a task's weight rows stay in cache across column groups;
+//  * T >= 16 on AMX (Q4_0, Q8_0): int8 tiles, one tile product per 32-element block;
 //  * types or tiers without a SIMD kernel: the scalar reference, still threaded.
 #pragma once
 
@@ -38,10 +39,18 @@ struct KernelContext {
   ThreadPool* pool = nullptr;  // null: run on the calling thread
   ScratchBuffer acts;          // converted activations
   ScratchBuffer ptrs;          // per-column views into acts
+  ScratchBuffer tiles;         // per-thread output tiles of fused products
 };
 
 // Y[t*ldy + o] = sum_i W[o][i] * X[t*ldx + i] for t < T, o < W.rows.
 void matmul(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy, KernelContext& ctx);
+
+// Fused SwiGLU projection: Y[t][r] = silu(Wg[r]·X[t]) * (Wu[r]·X[t]). The activations are
+// converted once for both matrices, and each task's gate and up products live only in a
+// per-thread tile (T x a few dozen rows, in cache) before being combined into Y: the two
+// T x n_ff intermediates are never written out.
+void matmul_swiglu(const WeightMatrix& Wg, const WeightMatrix& Wu, const float* X, int64_t ldx, int64_t T, float* Y,
+                   int64_t ldy, KernelContext& ctx);
 
 // The plain scalar reference of matmul (one vec_dot_ref per output), for tests.
 void matmul_ref(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy);

@@ -26,7 +26,7 @@ struct Qwen35Model::Workspace {
   std::vector<float> z, o;            // T x value_dim (GDN); o also T x n_head*head_dim (attention)
   std::vector<float> beta, g;         // T x H_v
   std::vector<float> qg, k, v;        // attention projections
-  std::vector<float> ff_gate, ff_up;  // T x n_ff
+  std::vector<float> ff_act;          // silu(gate) * up: T x n_ff
   std::vector<float> snapshots;       // per-token delta-rule states for rollback
   std::vector<float> conv_tmp;
   std::vector<float> rope_cs;
@@ -434,13 +434,16 @@ void Qwen35Model::ffn(const Qwen35LayerWeights& L, int64_t T) {
   float* cur = sized(ws.cur, T * n_embd);
   for (int64_t t = 0; t < T; ++t)
     rms_norm(x + t * n_embd, L.post_attention_norm.data(), cur + t * n_embd, n_embd, hp_.rms_eps);
-  float* gt = sized(ws.ff_gate, T * n_ff);
-  float* up = sized(ws.ff_up, T * n_ff);
-  project(L.ffn_gate, cur, n_embd, T, gt, n_ff);
-  project(L.ffn_up, cur, n_embd, T, up, n_ff);
-  for (int64_t i = 0; i < T * n_ff; ++i) gt[i] = silu(gt[i]) * up[i];
+  // Gate and up projections fused with SwiGLU: the two products never leave a per-task tile.
+  float* act = sized(ws.ff_act, T * n_ff);
+  if (ws.column_shared || T == 1) {
+    matmul_swiglu(L.ffn_gate, L.ffn_up, cur, n_embd, T, act, n_ff, ws.kc);
+  } else {
+    for (int64_t t = 0; t < T; ++t)
+      matmul_swiglu(L.ffn_gate, L.ffn_up, cur + t * n_embd, n_embd, 1, act + t * n_ff, n_ff, ws.kc);
+  }
   float* m = sized(ws.m, T * n_embd);
-  project(L.ffn_down, gt, n_ff, T, m, n_embd);
+  project(L.ffn_down, act, n_ff, T, m, n_embd);
   for (int64_t i = 0; i < T * n_embd; ++i) x[i] += m[i];
 }
 

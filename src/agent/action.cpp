@@ -366,6 +366,10 @@ ParseResult parse_action(std::string_view output, const ParseOptions& opt) noexc
         return r;
       }
     }
+    if (s.find('\0') != std::string_view::npos) {
+      r.error = "output contains a NUL byte";
+      return r;
+    }
     if (s.front() != '{') {
       r.error = "expected a JSON object starting with '{', got " + quote_str(s, 24);
       return r;

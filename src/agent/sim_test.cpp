@@ -1,0 +1,122 @@
+// The replay model against the real engine: an agent trace, tokenized as the server does,
+// served by a Slot over ModelBackend on the tiny model (what tandem-server's engine runs, greedy
+// decoding up to each request's max_tokens), then replayed by tandem-sim's simulate() with the
+// generated tokens. Every count (N - R, passes, checkpoints, bytes, prompt cache) must be equal,
+// request by request, for each policy with and without consolidation.
+#include "agent/sim.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "agent/episode_gen.h"
+#include "agent/request_tokens.h"
+#include "model/qwen35_model.h"
+#include "model/test_models.h"
+#include "serve/flop_model.h"
+#include "serve/model_backend.h"
+#include "serve/prompt_cache.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
+
+namespace tandem::agent {
+namespace {
+
+TEST(ServeFlags, ParsedAsTheServerDoes) {
+  const ServeSettings d;
+  EXPECT_EQ(d.policy.kind, serve::PolicyKind::Divergence);
+  EXPECT_TRUE(d.slot.batch.consolidate);
+  EXPECT_EQ(d.slot.ctx_checkpoints, 8);
+  EXPECT_EQ(d.cache_ram_mib, 512u);
+  const ServeSettings s = parse_config(
+      "lean: --checkpoint-policy marconi --consolidate-batches off --min-gap 16 --ctx-checkpoints 4 --cache-ram 0 "
+      "-c 8192 -b 1024 -ub 256 --port 0 -t 4 --log-requests 'a b.jsonl'");
+  EXPECT_EQ(s.name, "lean");
+  EXPECT_EQ(s.policy.kind, serve::PolicyKind::Marconi);
+  EXPECT_FALSE(s.slot.batch.consolidate);
+  EXPECT_EQ(s.policy.divergence.min_gap, 16);
+  EXPECT_EQ(s.slot.ctx_checkpoints, 4);
+  EXPECT_EQ(s.cache_ram_mib, 0u);
+  EXPECT_EQ(s.n_ctx, 8192);
+  EXPECT_EQ(s.slot.batch.n_batch, 1024);
+  EXPECT_EQ(s.slot.batch.n_ubatch, 256);
+  EXPECT_EQ(parse_config("--checkpoint-policy stock").name, "--checkpoint-policy stock");
+  EXPECT_THROW(parse_config("x: --frobnicate 3"), std::invalid_argument);
+  EXPECT_THROW(parse_config("x: --consolidate-batches maybe"), std::invalid_argument);
+  EXPECT_THROW(parse_config("x: --parallel 4"), std::invalid_argument);
+  EXPECT_THROW(parse_config("x: --min-gap"), std::invalid_argument);
+  EXPECT_THROW(parse_config("x: -b 256 -ub 512"), std::invalid_argument);
+}
+
+TEST(CostModel, FitRecoversCoefficients) {
+  std::vector<CostSample> s;
+  for (double t : {64.0, 128.0, 256.0, 512.0})
+    for (double p : {1.0, 2.0, 4.0})
+      for (double c : {0.0, 2.0}) s.push_back({t, p, c, 1.3 * t + 86 * p + 5 * c + ((int(t + p) % 3) - 1) * 0.01});
+  const CostModel m = fit_cost_model(s);
+  EXPECT_NEAR(m.ms_per_token, 1.3, 1e-3);
+  EXPECT_NEAR(m.ms_per_pass, 86, 0.05);
+  EXPECT_NEAR(m.ms_per_copy, 5, 0.05);
+  const std::vector<CostSample> degenerate = {{10, 1, 0, 5}, {20, 2, 0, 10}};
+  EXPECT_THROW(fit_cost_model(degenerate), std::invalid_argument);
+  const CostModel p = parse_cost_model("1.3,86,5,40");
+  EXPECT_DOUBLE_EQ(p.ms_per_output_token, 40);
+  EXPECT_THROW(parse_cost_model("1.3"), std::invalid_argument);
+}
+
+int32_t argmax(std::span<const float> v) { return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin()); }
+
+// A shorter trace of the same structure (6 single screens, 2 episodes of 8 steps: 22 requests):
+// the full default trace is compared against tandem-server's own request log in
+// sim_server_test.cpp; this one checks the engine path directly.
+TEST(ReplayModel, EqualsTheEngineForEveryPolicy) {
+  const auto model = Qwen35Model::load(ensure_tiny_model("F32"), 2);
+  const auto tok = text::Tokenizer::from_gguf(model->file());
+  const auto tmpl = text::ChatTemplate::from_gguf_template(tok->vocab().chat_template());
+  GenOptions go;
+  go.single_screens = 6;
+  go.episodes = 2;
+  const auto gen = generate_trace(go);
+  std::vector<RequestTokens> reqs;
+  for (const auto& g : gen) reqs.push_back(tokenize_request(*tok, tmpl, g.record.body));
+  for (const auto& r : reqs) ASSERT_EQ(r.user_starts.size(), 1u);
+
+  for (const char* policy : {"stock", "marconi", "divergence"})
+    for (bool consolidate : {false, true}) {
+      ServeSettings st;
+      st.policy.kind = serve::parse_policy_kind(policy);
+      st.slot.batch.consolidate = consolidate;
+      SCOPED_TRACE(describe(st));
+      serve::PolicyConfig pc = st.policy;
+      pc.marconi.flops = serve::FlopModel::for_model(model->hparams());
+      serve::Slot slot(std::make_unique<serve::ModelBackend>(*model, st.n_ctx), serve::make_policy(pc), st.slot);
+      serve::PromptCache cache(serve::PromptCacheOptions{.budget_mib = st.cache_ram_mib});
+      slot.set_prompt_cache(&cache);
+      std::vector<serve::RequestStats> real;
+      std::vector<serve::RecordedRequest> recorded;
+      for (size_t i = 0; i < reqs.size(); ++i) {
+        const serve::PrefillReport rep = slot.prefill(serve::Prompt{reqs[i].ids, reqs[i].user_starts});
+        // Greedy, as the engine: a sampled token is fed back unless it ends the request.
+        const int64_t max_out = max_output_tokens(gen[i].record.body);
+        std::vector<int32_t> sampled{argmax(rep.logits)};
+        while (!tok->vocab().is_eog(sampled.back()) && static_cast<int64_t>(sampled.size()) < max_out)
+          sampled.push_back(argmax(slot.decode(sampled.back())));
+        real.push_back(slot.end_request());
+        recorded.push_back(recorded_request(reqs[i], sampled));
+      }
+      const auto sim = simulate(recorded, st, model->hparams());
+      ASSERT_EQ(sim.size(), real.size());
+      int64_t nr = 0;
+      for (size_t i = 0; i < real.size(); ++i) {
+        EXPECT_TRUE(sim[i].same_counts(real[i]))
+            << "request " << i + 1 << ": engine N-R " << real[i].new_tokens << " passes " << real[i].passes
+            << " | sim N-R " << sim[i].new_tokens << " passes " << sim[i].passes << "\nengine "
+            << nlohmann::json(real[i]).dump() << "\nsim    " << nlohmann::json(sim[i]).dump();
+        nr += real[i].new_tokens;
+      }
+      std::printf("%-40s N-R %lld over %zu requests\n", describe(st).c_str(), static_cast<long long>(nr), real.size());
+    }
+}
+
+}  // namespace
+}  // namespace tandem::agent

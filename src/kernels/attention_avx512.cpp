@@ -4,6 +4,8 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "kernels/simd_avx512.h"
+
 namespace tandem::kernels::avx512 {
 
 void attention_causal(int n_head, int n_head_kv, int hd, int64_t T, int64_t pos0, float scale, const float* q,
@@ -26,7 +28,14 @@ void attention_causal(int n_head, int n_head_kv, int hd, int64_t T, int64_t pos0
         mx = s > mx ? s : mx;
       }
       double sum = 0.0;
-      for (int64_t p = 0; p < n_kv; ++p) {
+      const __m512 vmx = _mm512_set1_ps(mx);
+      int64_t p = 0;
+      for (; p + 16 <= n_kv; p += 16) {
+        const __m512 e = exp_ps(_mm512_sub_ps(_mm512_loadu_ps(scores + p), vmx));
+        _mm512_storeu_ps(scores + p, e);
+        sum += _mm512_reduce_add_ps(e);
+      }
+      for (; p < n_kv; ++p) {
         scores[p] = expf(scores[p] - mx);
         sum += scores[p];
       }

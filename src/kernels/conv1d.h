@@ -11,8 +11,12 @@ namespace tandem::kernels {
 
 // x: T rows of `channels` floats (token-major, row stride ldx); y: T rows (stride ldy).
 // Reads the previous inputs from state; does not modify it (see conv_state_after).
+// Channels are independent: a caller may split [0, channels) into ranges by offsetting
+// x, w, state and y. Dispatched by tier; conv1d_silu_ref is the scalar reference.
 void conv1d_silu(const float* x, int64_t ldx, int64_t T, int64_t channels, int K, const float* w,
                  const float* state, float* y, int64_t ldy);
+void conv1d_silu_ref(const float* x, int64_t ldx, int64_t T, int64_t channels, int K, const float* w,
+                     const float* state, float* y, int64_t ldy);
 
 // The conv state after consuming the first n tokens of x (0 <= n <= T), given the
 // state before x. Writes into out (may not alias state).

@@ -6,7 +6,7 @@
 
 #include "gguf/quants.h"
 #include "kernels/activation_quant.h"
-#include "kernels/activations.h"
+#include "kernels/elementwise.h"
 #include "kernels/matmul_amx.h"
 #include "kernels/matmul_avx512.h"
 #include "kernels/packed_activations.h"
@@ -213,8 +213,7 @@ void matmul_swiglu(const WeightMatrix& Wg, const WeightMatrix& Wu, const float* 
     float* u = g + T * Wg.rows;
     matmul(Wg, X, ldx, T, g, Wg.rows, ctx);
     matmul(Wu, X, ldx, T, u, Wu.rows, ctx);
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t r = 0; r < Wg.rows; ++r) Y[t * ldy + r] = silu(g[t * Wg.rows + r]) * u[t * Wg.rows + r];
+    for (int64_t t = 0; t < T; ++t) silu_mul(g + t * Wg.rows, u + t * Wg.rows, Y + t * ldy, Wg.rows);
     return;
   }
   const Prepared p = prepare(Wg.type, Wg.cols, X, ldx, T, ctx);
@@ -229,8 +228,7 @@ void matmul_swiglu(const WeightMatrix& Wg, const WeightMatrix& Wu, const float* 
     run_rows(p, Wg, r0, r1, g, per, thread);
     run_rows(p, Wu, r0, r1, u, per, thread);
     const int64_t nr = r1 - r0;
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t r = 0; r < nr; ++r) Y[t * ldy + r0 + r] = silu(g[t * per + r]) * u[t * per + r];
+    for (int64_t t = 0; t < T; ++t) silu_mul(g + t * per, u + t * per, Y + t * ldy + r0, nr);
   });
 }
 

@@ -10,6 +10,7 @@
 #include "kernels/attention.h"
 #include "kernels/conv1d.h"
 #include "kernels/delta_rule.h"
+#include "kernels/elementwise.h"
 #include "kernels/matmul.h"
 #include "kernels/norms.h"
 #include "kernels/rope.h"
@@ -265,7 +266,13 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
   float* conv_state = st.conv(g);
   const size_t conv_off = static_cast<size_t>(conv_state - st.recurrent_data());
   float* conv_out = sized(ws.conv_out, T * conv_dim);
-  conv1d_silu(mixed, conv_dim, T, conv_dim, K, L.ssm_conv1d.data(), conv_state, conv_out, conv_dim);
+  // Channels are independent: ranges of 256 channels are the pool's tasks.
+  const int64_t conv_block = 256;
+  pool_->parallel_for((conv_dim + conv_block - 1) / conv_block, [&](int64_t b, int) {
+    const int64_t c0 = b * conv_block, nc = std::min(conv_block, conv_dim - c0);
+    conv1d_silu(mixed + c0, conv_dim, T, nc, K, L.ssm_conv1d.data() + c0 * K, conv_state + c0 * (K - 1),
+                conv_out + c0, conv_dim);
+  });
   for (size_t i = 0; i < rel_cuts.size(); ++i)
     conv_state_after(mixed, conv_dim, rel_cuts[i], conv_dim, K, conv_state, out.cut_states[i].data.data() + conv_off);
   for (size_t s = 0; s < out.rollback_states.size(); ++s)
@@ -357,7 +364,7 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
       float* oh = o + t * vdim + static_cast<int64_t>(h) * d;
       const float* zh = z + t * vdim + static_cast<int64_t>(h) * d;
       rms_norm(oh, L.ssm_norm.data(), oh, d, hp_.rms_eps);
-      for (int j = 0; j < d; ++j) oh[j] *= silu(zh[j]);
+      mul_silu(oh, zh, d);
     }
   project(L.ssm_out, o, vdim, T, sized(ws.m, T * n_embd), n_embd);
 }

@@ -1,0 +1,61 @@
+// Compiled with AVX-512 flags (CMakeLists.txt); plain loops and intrinsics only.
+#include "kernels/elementwise_avx512.h"
+
+#include <math.h>
+
+#include "kernels/simd_avx512.h"
+
+namespace tandem::kernels::avx512 {
+
+void silu_mul(const float* g, const float* u, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(y + i, _mm512_mul_ps(silu_ps(_mm512_loadu_ps(g + i)), _mm512_loadu_ps(u + i)));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(silu_ps(_mm512_maskz_loadu_ps(m, g + i)), _mm512_maskz_loadu_ps(m, u + i)));
+  }
+}
+
+void mul_silu(float* x, const float* z, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), silu_ps(_mm512_loadu_ps(z + i))));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), silu_ps(_mm512_maskz_loadu_ps(m, z + i))));
+  }
+}
+
+// Channel-major: 16 channels per vector, their K taps gathered once, the window of the
+// K-1 previous inputs kept in registers while walking the tokens.
+void conv1d_silu(const float* x, int64_t ldx, int64_t T, int64_t channels, int K, const float* w, const float* state,
+                 float* y, int64_t ldy) {
+  const int S = K - 1;
+  constexpr int kMaxTaps = 8;
+  if (K > kMaxTaps) return;  // the caller only dispatches here for K <= 8
+  for (int64_t c0 = 0; c0 < channels; c0 += 16) {
+    const int nc = channels - c0 < 16 ? static_cast<int>(channels - c0) : 16;
+    const __mmask16 m = static_cast<__mmask16>(nc == 16 ? 0xFFFFu : (1u << nc) - 1);
+    __m512 wt[kMaxTaps], prev[kMaxTaps];
+    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32(K));
+    const __m512i sidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32(S));
+    for (int j = 0; j < K; ++j)
+      wt[j] = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, w + c0 * K + j, 4);
+    for (int j = 0; j < S; ++j)
+      prev[j] = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, sidx, state + c0 * S + j, 4);
+    for (int64_t t = 0; t < T; ++t) {
+      const __m512 cur = _mm512_maskz_loadu_ps(m, x + t * ldx + c0);
+      __m512 acc = _mm512_mul_ps(prev[0], wt[0]);
+      for (int j = 1; j < S; ++j) acc = _mm512_fmadd_ps(prev[j], wt[j], acc);
+      acc = _mm512_fmadd_ps(cur, wt[S], acc);
+      _mm512_mask_storeu_ps(y + t * ldy + c0, m, silu_ps(acc));
+      for (int j = 0; j + 1 < S; ++j) prev[j] = prev[j + 1];
+      prev[S - 1] = cur;
+    }
+  }
+}
+
+}  // namespace tandem::kernels::avx512

@@ -4,7 +4,7 @@
 # build whose `nodejs` package already contains npm (and conflicts with Debian's `npm`).
 set -euo pipefail
 pkgs=(cmake ninja-build g++ ccache pkg-config libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
-      libcpp-httplib-dev python3-numpy clang libclang-rt-14-dev
+      libcpp-httplib-dev python3-numpy clang libclang-rt-14-dev gnuplot-nox
       libicu-dev)  # ICU: tokenizer Unicode classes
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,0 +1,403 @@
+// tandem-replay: replays an agent trace against running servers and compares configurations.
+//
+//   tandem-replay --trace trace.jsonl --server-bin build/tandem-server --model model.gguf \
+//       --config "stock: --checkpoint-policy stock --consolidate-batches off" \
+//       --config "tandem: --checkpoint-policy divergence --consolidate-batches on" \
+//       [--config "llama.cpp: http://127.0.0.1:8080"] [--runs 2] [--out DIR]
+//
+// A configuration is either tandem-server flags (the replay starts a fresh server on 127.0.0.1 for
+// every run of it, with --port 0 and --log-requests DIR/<name>-run<k>.jsonl, and stops it with
+// SIGTERM) or the URL of a running llama.cpp-compatible server. Runs alternate configurations.
+// Requests go to POST /v1/chat/completions, one at a time, in trace order; only the documented
+// `timings` fields are read (llama.cpp's cache_n, prompt_n, prompt_ms, predicted_n, predicted_ms;
+// Tandem's n_prompt, kv_bound, passes, checkpoints_created/restored when present).
+// Writes DIR/steps.csv, DIR/summary.md and, with gnuplot, DIR/latency.png and DIR/tokens.png.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <httplib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/request_tokens.h"
+#include "agent/sim.h"
+#include "agent/trace.h"
+#include "gguf/gguf_file.h"
+
+using namespace tandem;
+using namespace tandem::agent;
+using ojson = nlohmann::ordered_json;
+namespace fs = std::filesystem;
+
+namespace {
+
+void usage() {
+  std::fprintf(stderr,
+               "usage: tandem-replay --trace T.jsonl --config \"name: FLAGS|URL\" [--config ...] [options]\n"
+               "  --config \"name: flags\"   tandem-server flags (needs --server-bin and --model); started per run\n"
+               "  --config \"name: URL\"     a running llama.cpp-compatible server, e.g. http://127.0.0.1:8080\n"
+               "  --server-bin PATH        tandem-server (default: tandem-server next to this binary)\n"
+               "  --model MODEL.gguf       the model the started servers load\n"
+               "  --tokenizer MODEL.gguf   tokenize locally for the KV bound when a server does not report it\n"
+               "                           (default: --model)\n"
+               "  --runs N                 runs per configuration, alternating (default 1)\n"
+               "  --out DIR                results (default replay-out)\n"
+               "  --timeout S              per request (default 600)\n"
+               "  --limit N                only the first N requests\n");
+}
+
+struct Config {
+  std::string name;
+  std::string url;                 // non-empty: a running server
+  std::vector<std::string> flags;  // else: tandem-server flags
+};
+
+Config parse_replay_config(const std::string& spec) {
+  Config c;
+  std::string rest = spec;
+  const size_t colon = spec.find(':');
+  // "name: ..." unless the text before ':' is a URL scheme or a flag.
+  if (colon != std::string::npos && spec.compare(colon, 3, "://") != 0 && spec.substr(0, colon).find('-') == std::string::npos) {
+    c.name = spec.substr(0, colon);
+    rest = spec.substr(colon + 1);
+  }
+  while (!rest.empty() && rest.front() == ' ') rest.erase(rest.begin());
+  while (!c.name.empty() && c.name.back() == ' ') c.name.pop_back();
+  if (rest.rfind("http://", 0) == 0 || rest.rfind("https://", 0) == 0) {
+    c.url = rest;
+    while (!c.url.empty() && (c.url.back() == ' ' || c.url.back() == '/')) c.url.pop_back();
+  } else {
+    c.flags = split_args(rest);
+  }
+  if (c.name.empty()) c.name = rest.empty() ? "default" : rest;
+  return c;
+}
+
+// A tandem-server child process on 127.0.0.1.
+class ServerProcess {
+ public:
+  ServerProcess(const std::string& bin, const std::string& model, const std::vector<std::string>& flags,
+                const std::string& log_path, const std::string& stderr_path) {
+    std::vector<std::string> args = {bin, "-m", model};
+    args.insert(args.end(), flags.begin(), flags.end());
+    // Last, so that they win over anything in the configuration: loopback only, any free port.
+    for (const char* a : {"--host", "127.0.0.1", "--port", "0"}) args.emplace_back(a);
+    args.emplace_back("--log-requests");
+    args.push_back(log_path);
+    int out[2];
+    if (pipe(out) != 0) throw std::runtime_error("pipe failed");
+    pid_ = fork();
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+    if (pid_ == 0) {
+      dup2(out[1], 1);
+      const int err = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (err >= 0) dup2(err, 2);
+      close(out[0]);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(bin.c_str(), argv.data());
+      std::fprintf(stderr, "tandem-replay: cannot run %s: %s\n", bin.c_str(), std::strerror(errno));
+      _exit(127);
+    }
+    close(out[1]);
+    // Wait for "listening on http://127.0.0.1:PORT".
+    std::string line;
+    char c;
+    while (true) {
+      const ssize_t n = read(out[0], &c, 1);
+      if (n <= 0) break;
+      if (c != '\n') {
+        line += c;
+        continue;
+      }
+      const size_t at = line.find("listening on http://");
+      if (at != std::string::npos) {
+        const size_t colon = line.find(':', at + 20);
+        port_ = std::atoi(line.c_str() + colon + 1);
+        break;
+      }
+      line.clear();
+    }
+    close(out[0]);
+    if (port_ <= 0) {
+      stop();
+      std::ifstream err(stderr_path);
+      std::string text((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+      throw std::runtime_error("tandem-server did not start: " + text);
+    }
+  }
+  ~ServerProcess() { stop(); }
+  int port() const { return port_; }
+  void stop() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      int status = 0;
+      waitpid(pid_, &status, 0);
+      pid_ = -1;
+    }
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+struct Row {
+  std::string config;
+  int run = 0;
+  size_t request = 0;
+  std::string episode;
+  int64_t step = -1;
+  double latency_ms = 0, prompt_ms = 0, predicted_ms = 0;
+  int64_t n_prompt = -1, cache_n = -1, new_tokens = -1, kv_bound = -1, passes = -1, created = -1, restored = -1,
+          predicted_n = -1;
+};
+
+int64_t geti(const ojson& t, const char* key) {
+  const auto it = t.find(key);
+  return it != t.end() && it->is_number() ? it->get<int64_t>() : -1;
+}
+double getd(const ojson& t, const char* key) {
+  const auto it = t.find(key);
+  return it != t.end() && it->is_number() ? it->get<double>() : 0;
+}
+
+void progress(const std::string& label, size_t done, size_t total) {
+  const int width = 30;
+  const int fill = total ? static_cast<int>(width * done / total) : width;
+  std::fprintf(stderr, "\r%-40.40s [%s%s] %zu/%zu", label.c_str(), std::string(static_cast<size_t>(fill), '#').c_str(),
+               std::string(static_cast<size_t>(width - fill), '-').c_str(), done, total);
+  if (done == total) std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+}
+
+std::string fmt(double v, int prec = 1) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", prec, v);
+  return b;
+}
+
+std::string safe_name(const std::string& s) {
+  std::string o;
+  for (char c : s) o += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string trace_path, server_bin, model, tokenizer_model, out_dir = "replay-out";
+  std::vector<Config> configs;
+  int runs = 1;
+  int timeout_s = 600;
+  size_t limit = 0;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      auto value = [&]() -> std::string {
+        if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+        return argv[++i];
+      };
+      if (a == "--trace") trace_path = value();
+      else if (a == "--config") configs.push_back(parse_replay_config(value()));
+      else if (a == "--server-bin") server_bin = value();
+      else if (a == "--model" || a == "-m") model = value();
+      else if (a == "--tokenizer") tokenizer_model = value();
+      else if (a == "--runs") runs = std::stoi(value());
+      else if (a == "--out") out_dir = value();
+      else if (a == "--timeout") timeout_s = std::stoi(value());
+      else if (a == "--limit") limit = std::stoul(value());
+      else if (a == "-h" || a == "--help") {
+        usage();
+        return 0;
+      } else throw std::invalid_argument("unknown option " + a);
+    }
+    if (trace_path.empty()) throw std::invalid_argument("--trace is required");
+    if (configs.empty()) throw std::invalid_argument("at least one --config is required");
+    if (runs < 1) throw std::invalid_argument("--runs must be >= 1");
+    for (const Config& c : configs)
+      if (c.url.empty() && model.empty()) throw std::invalid_argument("configuration '" + c.name + "' starts a server: --model is required");
+    if (server_bin.empty()) server_bin = (fs::path(argv[0]).parent_path() / "tandem-server").string();
+    if (tokenizer_model.empty()) tokenizer_model = model;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tandem-replay: %s\n", e.what());
+    usage();
+    return 2;
+  }
+
+  try {
+    std::vector<TraceRecord> trace = read_trace(trace_path);
+    if (limit && trace.size() > limit) trace.resize(limit);
+    fs::create_directories(out_dir);
+
+    // Local token streams, for the KV bound of servers that do not report it (llama.cpp):
+    // N - LCP(previous prompt, this prompt).
+    std::vector<int64_t> local_kv_bound(trace.size(), -1);
+    if (!tokenizer_model.empty()) {
+      const auto file = GgufFile::open(tokenizer_model);
+      const auto tok = text::Tokenizer::from_gguf(*file);
+      text::ChatTemplate tmpl(text::ChatTemplateFamily::ChatML);
+      try {
+        tmpl = text::ChatTemplate::from_gguf_template(tok->vocab().chat_template());
+      } catch (const text::ChatTemplateError&) {
+      }
+      std::vector<int32_t> prev;
+      for (size_t i = 0; i < trace.size(); ++i) {
+        const auto ids = tokenize_request(*tok, tmpl, trace[i].body).ids;
+        size_t l = 0;
+        while (l < ids.size() && l < prev.size() && ids[l] == prev[l]) ++l;
+        local_kv_bound[i] = static_cast<int64_t>(ids.size() - l);
+        prev = ids;
+      }
+    }
+
+    std::vector<Row> rows;
+    for (int run = 1; run <= runs; ++run) {
+      for (const Config& cfg : configs) {
+        const std::string label = "run " + std::to_string(run) + "/" + std::to_string(runs) + " " + cfg.name;
+        std::unique_ptr<ServerProcess> server;
+        std::string host = "127.0.0.1";
+        int port = 0;
+        std::string scheme_host_port;
+        if (cfg.url.empty()) {
+          const std::string base = out_dir + "/" + safe_name(cfg.name) + "-run" + std::to_string(run);
+          std::remove((base + ".jsonl").c_str());
+          progress(label + " (starting)", 0, trace.size());
+          server = std::make_unique<ServerProcess>(server_bin, model, cfg.flags, base + ".jsonl", base + ".stderr");
+          scheme_host_port = "http://127.0.0.1:" + std::to_string(server->port());
+        } else {
+          scheme_host_port = cfg.url;
+        }
+        (void)host;
+        (void)port;
+        httplib::Client cli(scheme_host_port);
+        cli.set_read_timeout(timeout_s, 0);
+        cli.set_write_timeout(timeout_s, 0);
+        for (size_t i = 0; i < trace.size(); ++i) {
+          progress(label, i, trace.size());
+          ojson body = trace[i].body;
+          body["stream"] = false;
+          const auto t0 = std::chrono::steady_clock::now();
+          const auto res = cli.Post("/v1/chat/completions", body.dump(-1, ' ', false, ojson::error_handler_t::replace),
+                                    "application/json");
+          const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+          if (!res) throw std::runtime_error(cfg.name + ": request " + std::to_string(i + 1) + ": " + httplib::to_string(res.error()));
+          if (res->status != 200)
+            throw std::runtime_error(cfg.name + ": request " + std::to_string(i + 1) + ": HTTP " + std::to_string(res->status) +
+                                     ": " + res->body.substr(0, 300));
+          const ojson j = ojson::parse(res->body);
+          const ojson t = j.contains("timings") ? j["timings"] : ojson::object();
+          Row r;
+          r.config = cfg.name;
+          r.run = run;
+          r.request = i + 1;
+          r.episode = trace[i].episode;
+          r.step = trace[i].step;
+          r.latency_ms = ms;
+          r.prompt_ms = getd(t, "prompt_ms");
+          r.predicted_ms = getd(t, "predicted_ms");
+          r.cache_n = geti(t, "cache_n");
+          r.new_tokens = geti(t, "prompt_n");
+          r.n_prompt = geti(t, "n_prompt");
+          if (r.n_prompt < 0 && r.cache_n >= 0 && r.new_tokens >= 0) r.n_prompt = r.cache_n + r.new_tokens;
+          r.kv_bound = geti(t, "kv_bound");
+          if (r.kv_bound < 0) r.kv_bound = local_kv_bound[i];
+          r.passes = geti(t, "passes");
+          r.created = geti(t, "checkpoints_created");
+          r.restored = geti(t, "checkpoints_restored");
+          r.predicted_n = geti(t, "predicted_n");
+          rows.push_back(r);
+        }
+        progress(label, trace.size(), trace.size());
+        if (server) server->stop();
+      }
+    }
+
+    // steps.csv
+    {
+      std::ofstream csv(out_dir + "/steps.csv");
+      csv << "config,run,request,episode,step,latency_ms,prompt_ms,predicted_ms,n_prompt,cache_n,new_tokens,kv_bound,"
+             "passes,checkpoints_created,checkpoints_restored,predicted_n\n";
+      for (const Row& r : rows)
+        csv << '"' << r.config << "\"," << r.run << ',' << r.request << ',' << r.episode << ',' << r.step << ','
+            << fmt(r.latency_ms, 2) << ',' << fmt(r.prompt_ms, 2) << ',' << fmt(r.predicted_ms, 2) << ',' << r.n_prompt
+            << ',' << r.cache_n << ',' << r.new_tokens << ',' << r.kv_bound << ',' << r.passes << ',' << r.created << ','
+            << r.restored << ',' << r.predicted_n << '\n';
+    }
+
+    // Means per configuration over requests 2..n of every run (the first request prefills everything).
+    std::string md = "| configuration | runs | step ms | prompt ms | decode ms | new prompt tokens (N-R) | KV bound (N-L) | passes | checkpoints created / run |\n"
+                     "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    auto mean_or_dash = [](double s, size_t n, int prec) { return n ? fmt(s / static_cast<double>(n), prec) : std::string("-"); };
+    for (const Config& cfg : configs) {
+      double lat = 0, pms = 0, dms = 0, nt = 0, kv = 0, ps = 0, cr = 0;
+      size_t n = 0, n_kv = 0, n_ps = 0, n_cr = 0;
+      for (const Row& r : rows) {
+        if (r.config != cfg.name) continue;
+        if (r.created >= 0) cr += static_cast<double>(r.created), ++n_cr;
+        if (r.request < 2) continue;
+        lat += r.latency_ms, pms += r.prompt_ms, dms += r.predicted_ms, nt += static_cast<double>(r.new_tokens), ++n;
+        if (r.kv_bound >= 0) kv += static_cast<double>(r.kv_bound), ++n_kv;
+        if (r.passes >= 0) ps += static_cast<double>(r.passes), ++n_ps;
+      }
+      md += "| " + cfg.name + " | " + std::to_string(runs) + " | " + mean_or_dash(lat, n, 1) + " | " + mean_or_dash(pms, n, 1) +
+            " | " + mean_or_dash(dms, n, 1) + " | " + mean_or_dash(nt, n, 1) + " | " + mean_or_dash(kv, n_kv, 1) + " | " +
+            mean_or_dash(ps, n_ps, 2) + " | " + (n_cr ? fmt(cr / runs, 1) : std::string("-")) + " |\n";
+    }
+    md = "Means over requests 2.." + std::to_string(trace.size()) + " of " + trace_path + " (" + std::to_string(runs) +
+         " run(s) per configuration, alternating).\n\n" + md;
+    std::ofstream(out_dir + "/summary.md") << md;
+    std::printf("%s", md.c_str());
+
+    // Plots: per-step latency by configuration; new prompt tokens vs the KV bound.
+    const std::string dat = out_dir + "/plot.dat";
+    {
+      std::ofstream d(dat);
+      for (const Config& cfg : configs) {
+        d << "# " << cfg.name << "\n";
+        for (size_t i = 1; i <= trace.size(); ++i) {
+          double lat = 0, nt = 0, kv = -1;
+          int n = 0;
+          for (const Row& r : rows)
+            if (r.config == cfg.name && r.request == i) lat += r.latency_ms, nt += static_cast<double>(r.new_tokens), kv = static_cast<double>(r.kv_bound), ++n;
+          if (n) d << i << ' ' << lat / n << ' ' << nt / n << ' ' << kv << '\n';
+        }
+        d << "\n\n";
+      }
+    }
+    std::string gp = "set terminal pngcairo size 1100,500 noenhanced\nset key outside right\nset grid\n";
+    gp += "set output '" + out_dir + "/latency.png'\nset title 'Step latency by configuration'\nset xlabel 'request'\nset ylabel 'ms'\nplot ";
+    for (size_t c = 0; c < configs.size(); ++c)
+      gp += std::string(c ? ", " : "") + "'" + dat + "' index " + std::to_string(c) + " using 1:2 with linespoints title '" + configs[c].name + "'";
+    gp += "\nset output '" + out_dir + "/tokens.png'\nset title 'New prompt tokens (N-R) vs KV bound (N-L)'\nset ylabel 'tokens'\nplot ";
+    for (size_t c = 0; c < configs.size(); ++c)
+      gp += std::string(c ? ", " : "") + "'" + dat + "' index " + std::to_string(c) + " using 1:3 with linespoints title '" + configs[c].name + " N-R'";
+    gp += ", '" + dat + "' index 0 using 1:($4 >= 0 ? $4 : 1/0) with lines dt 2 lw 2 title 'KV bound N-L'\n";
+    const std::string gp_path = out_dir + "/plots.gp";
+    std::ofstream(gp_path) << gp;
+    if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {
+      // pngcairo may be missing in minimal builds: fall back to the png terminal.
+      std::string cmd = "gnuplot '" + gp_path + "' 2>/dev/null || (sed -i 's/pngcairo/png/' '" + gp_path + "' && gnuplot '" + gp_path + "')";
+      if (std::system(cmd.c_str()) == 0) std::fprintf(stderr, "plots: %s/latency.png %s/tokens.png\n", out_dir.c_str(), out_dir.c_str());
+      else std::fprintf(stderr, "tandem-replay: gnuplot failed (script: %s)\n", gp_path.c_str());
+    } else {
+      std::fprintf(stderr, "tandem-replay: gnuplot not found; plot script left in %s (Debian: gnuplot-nox)\n", gp_path.c_str());
+    }
+    std::fprintf(stderr, "wrote %s/steps.csv, %s/summary.md\n", out_dir.c_str(), out_dir.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "\ntandem-replay: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -147,6 +147,7 @@ void Speculator::run_drafts(int32_t last, int max_drafts) {
   drafts_.clear();
   const int64_t P = state_.n_past();
   if (max_drafts <= 0) return;
+  if (mtp_->n_past > P) mtp_->truncate(P);  // a previous draft from this position: redo its row
   const bool trimmed = drafting_trimmed();
   const Qwen35MtpWeights& M = *model_.weights().mtp;
   const WeightMatrix* head = trimmed ? &*M.draft_head : nullptr;
@@ -219,7 +220,9 @@ void Speculator::step(int32_t last, TokenPicker& picker, SpecStep& out, const Sp
   vopt_.logits = k > 0 ? LogitsMode::All : LogitsMode::Last;
   vopt_.hidden = cfg_.enabled;
   vopt_.rollback_states = k > 0 ? static_cast<int>(T) : 0;
-  vopt_.gdn = GdnAlgorithm::Auto;  // T <= rollback_states: every token runs per token
+  // Every token per token, as k + 1 decode steps would run them: the rows' logits are then
+  // bit-identical to plain decoding (Auto would run the first token as a one-token chunk).
+  vopt_.gdn = GdnAlgorithm::Recurrent;
   vopt_.column_shared = cfg_.column_shared_verify;
   const auto t1 = Clock::now();
   model_.forward(state_, batch_, vopt_, vout_);

@@ -218,6 +218,49 @@ TEST_P(SpeculatorTest, GreedyOutputEqualsPlainDecodingUnderEverySwitch) {
     }
 }
 
+// The verification pass computes each row exactly as a plain decode step would (same kernels,
+// per-token delta rule, column-shared or not): logits bit for bit, and the state after it.
+TEST_P(SpeculatorTest, VerifyRowsAreBitIdenticalToDecodeSteps) {
+  Qwen35Model& m = model(GetParam());
+  const int64_t n_vocab = m.hparams().n_vocab;
+  const auto prompt = random_tokens(40, n_vocab, 8);
+  const auto drafts = random_tokens(4, n_vocab, 9);
+  for (bool shared : {true, false}) {
+    auto a = m.new_sequence(kCtx), b = m.new_sequence(kCtx);
+    ForwardOutput o;
+    m.forward(*a, prompt, ForwardOptions{}, o);
+    b->copy_from(*a);
+    SpecConfig cfg;
+    cfg.column_shared_verify = shared;
+    Speculator spec(m, *b, cfg);
+    spec.set_draft_hook([&](int64_t, int32_t, int max, std::vector<int32_t>& d) {
+      d.assign(drafts.begin(), drafts.begin() + std::min(max, 3));
+    });
+    // A picker that records every row it is shown and accepts everything (returns the draft).
+    struct Recorder final : TokenPicker {
+      std::vector<std::vector<float>> rows;
+      std::vector<int32_t> script;
+      int32_t pick(std::span<const float> l) override {
+        rows.emplace_back(l.begin(), l.end());
+        return script[rows.size() - 1];
+      }
+    } rec;
+    rec.script = {drafts[0], drafts[1], drafts[2], drafts[3]};
+    SpecStep step;
+    SpecLimits lim;
+    lim.context = prompt;  // the speculator never saw the prompt pass: tokens from the context
+    spec.step(7, rec, step, lim);
+    ASSERT_EQ(step.accepted, 3);
+    ASSERT_EQ(rec.rows.size(), 4u);
+    const int32_t fed[] = {7, drafts[0], drafts[1], drafts[2]};
+    for (int i = 0; i < 4; ++i) {
+      m.forward(*a, std::span<const int32_t>(&fed[i], 1), ForwardOptions{}, o);
+      EXPECT_EQ(std::memcmp(o.logits.data(), rec.rows[i].data(), o.logits.size() * sizeof(float)), 0) << "row " << i;
+    }
+    EXPECT_EQ(std::memcmp(a->recurrent_data(), b->recurrent_data(), a->recurrent_bytes()), 0);
+  }
+}
+
 // A seeded sampler: sample-and-match gives exactly the tokens the same sampler gives without
 // speculation (the same draws in the same order from the same logits).
 TEST_P(SpeculatorTest, SampledOutputEqualsPlainSampling) {

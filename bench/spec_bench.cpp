@@ -1,0 +1,363 @@
+// Speculative decoding costs (docs/speculation.md, paper §3.3/§4.3/§6.4), each as a ratio of
+// two things measured side by side in one run (interleaved repetitions, medians), because the
+// machine is shared and noisy:
+//
+//   1. prefill of a --prompt-token prompt retaining the last k+1 recurrent states, rollback-aware
+//      (chunked body + per-token tail) and the stock way (every token per token), vs. without;
+//   2. one verification pass of 1 + k tokens (column-shared products, and one column at a time)
+//      vs. a one-token decode step;
+//   3. one draft step over the trimmed draft head vs. over the full head, with the bytes each
+//      reads;
+//   4. acceptance-controlled decoding: a recorded greedy output is replayed with drafts that are
+//      right at a fixed rate (0%, 50%, 82%, 100% of drafts accepted), decode ms/token at each rate
+//      vs. speculation off.
+//
+// Random-weight models cannot show real acceptance (their MTP head does not predict their trunk):
+// mode 4 injects it, and the MTP head's own acceptance is not a meaningful number here.
+//
+//   ninja -C build tandem_bench_spec tandem-trim-draft tandem-gen-model
+//   ./build/tandem-gen-model --preset 0.8b --type Q4_0 --vocab 151669 -o build/models/qwen35-0.8b-Q4_0.gguf
+//   ./build/tandem_bench_spec -m build/models/qwen35-0.8b-Q4_0.gguf [--threads 2] [--prompt 512]
+//                             [--reps 5] [--decode 48] [--k 3] [--json out.json]
+//
+// Without a draft head in the file, a trimmed copy (32,768 rows) is written beside it first
+// (MODEL-draft.gguf, reused on later runs).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/draft_vocab.h"
+#include "model/qwen35_model.h"
+#include "serve/speculator.h"
+
+namespace {
+
+using namespace tandem;
+using namespace tandem::serve;
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+}
+
+std::vector<int32_t> random_tokens(int64_t n, int64_t n_vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> d(0, static_cast<int32_t>(n_vocab - 1));
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& x : t) x = d(rng);
+  return t;
+}
+
+size_t bytes(const WeightMatrix& w) { return w.row_stride * static_cast<size_t>(w.rows); }
+
+// Weight bytes one MTP draft step reads besides its output matrix.
+size_t mtp_block_bytes(const Qwen35Model& m) {
+  const Qwen35MtpWeights& M = *m.weights().mtp;
+  const Qwen35LayerWeights& L = M.block;
+  return bytes(M.eh_proj) + bytes(L.attn_q) + bytes(L.attn_k) + bytes(L.attn_v) + bytes(L.attn_output) +
+         bytes(L.ffn_gate) + bytes(L.ffn_up) + bytes(L.ffn_down) + m.weights().token_embd.row_stride;
+}
+
+// Runs the functions round-robin `reps` times; returns each one's median.
+std::vector<double> side_by_side(int reps, const std::vector<std::function<double()>>& fns) {
+  std::vector<std::vector<double>> t(fns.size());
+  for (int r = 0; r < reps; ++r)
+    for (size_t i = 0; i < fns.size(); ++i) t[i].push_back(fns[i]());
+  std::vector<double> med;
+  for (auto& v : t) med.push_back(median(v));
+  return med;
+}
+
+const char* kDisclaimer =
+    "  (random-weight model: its MTP head does not predict its trunk, so real acceptance cannot be\n"
+    "   measured here; the acceptance-controlled mode injects it)\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model_path, json_path;
+  int threads = 2, prompt_len = 512, reps = 5, decode = 48, K = 3;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "tandem_bench_spec: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "-m") model_path = next();
+    else if (a == "--threads" || a == "-t") threads = std::atoi(next().c_str());
+    else if (a == "--prompt") prompt_len = std::atoi(next().c_str());
+    else if (a == "--reps") reps = std::atoi(next().c_str());
+    else if (a == "--decode") decode = std::atoi(next().c_str());
+    else if (a == "--k") K = std::atoi(next().c_str());
+    else if (a == "--json") json_path = next();
+    else {
+      std::fprintf(stderr,
+                   "usage: tandem_bench_spec -m MODEL.gguf [--threads 2] [--prompt 512] [--reps 5] [--decode 48] "
+                   "[--k 3] [--json FILE]\n");
+      return 2;
+    }
+  }
+  if (model_path.empty() || threads < 1 || prompt_len < K + 2 || reps < 1 || decode < 2 || K < 1) {
+    std::fprintf(stderr, "tandem_bench_spec: -m MODEL.gguf required (and sane --prompt/--reps/--decode/--k)\n");
+    return 2;
+  }
+  nlohmann::json J;
+  try {
+    // A file with a trimmed draft head (written beside the model when missing).
+    std::string path = model_path;
+    {
+      auto f = GgufFile::open(model_path);
+      Qwen35HParams hp = Qwen35HParams::from_gguf(*f);
+      if (!f->find_tensor(draft_head_tensor_name(hp.n_layer))) {
+        path = std::filesystem::path(model_path).replace_extension("").string() + "-draft.gguf";
+        if (!std::filesystem::exists(path)) {
+          std::printf("writing %s (trimmed draft head, %lld rows)...\n", path.c_str(),
+                      static_cast<long long>(kDefaultDraftRows));
+          write_trimmed_draft_file(model_path, path, {}, kDefaultDraftRows);
+        }
+      }
+    }
+    auto model = Qwen35Model::load(path, threads);
+    Qwen35Model& m = *model;
+    const Qwen35HParams& hp = m.hparams();
+    if (!m.has_mtp()) throw std::runtime_error("the model has no MTP block");
+    const int64_t n_ctx = prompt_len + decode + 4 * K + 16;
+    const auto prompt = random_tokens(prompt_len, hp.n_vocab, 1);
+    std::printf("model %s: n_embd %lld, %d layers, n_vocab %lld, %d threads\n", path.c_str(),
+                static_cast<long long>(hp.n_embd), hp.n_layer, static_cast<long long>(hp.n_vocab), threads);
+    J["model"] = path;
+    J["threads"] = threads;
+    J["k"] = K;
+    J["note"] = "random weights: acceptance is injected, not measured";
+
+    // 1. Prefill with rollback states retained vs without.
+    {
+      auto st = m.new_sequence(n_ctx);
+      ForwardOutput out;
+      auto pass = [&](int rollback, GdnAlgorithm gdn) {
+        return [&, rollback, gdn]() {
+          st->reset();
+          ForwardOptions opt;
+          opt.rollback_states = rollback;
+          opt.gdn = gdn;
+          opt.hidden = rollback > 0;  // speculation on: the MTP head's input too
+          const auto t0 = Clock::now();
+          m.forward(*st, prompt, opt, out);
+          return ms_since(t0);
+        };
+      };
+      pass(0, GdnAlgorithm::Auto)();  // warm-up
+      const auto t = side_by_side(reps, {pass(0, GdnAlgorithm::Auto), pass(K + 1, GdnAlgorithm::Auto),
+                                         pass(K + 1, GdnAlgorithm::Recurrent)});
+      std::printf("\n1. prefill of %d tokens, %d rollback states retained (median of %d, side by side)\n",
+                  prompt_len, K + 1, reps);
+      std::printf("   without rollback states        %9.1f ms\n", t[0]);
+      std::printf("   rollback-aware (chunked+tail)  %9.1f ms   %.3fx  (target <= 1.03x)\n", t[1], t[1] / t[0]);
+      std::printf("   stock (every token per token)  %9.1f ms   %.3fx\n", t[2], t[2] / t[0]);
+      J["prefill"] = {{"tokens", prompt_len}, {"plain_ms", t[0]}, {"rollback_aware_ms", t[1]}, {"stock_ms", t[2]},
+                      {"rollback_aware_ratio", t[1] / t[0]}, {"stock_ratio", t[2] / t[0]}};
+    }
+
+    // The prompt once; every later measurement starts from a copy of this state.
+    auto base = m.new_sequence(n_ctx);
+    ForwardOutput pre;
+    {
+      ForwardOptions opt;
+      opt.hidden = true;
+      m.forward(*base, prompt, opt, pre);
+    }
+    const int32_t first = static_cast<int32_t>(std::max_element(pre.logits.begin(), pre.logits.end()) - pre.logits.begin());
+
+    // 2. Verification of 1 + k tokens vs one decode step.
+    {
+      auto st = m.new_sequence(n_ctx);
+      const auto drafts = random_tokens(K, hp.n_vocab, 2);
+      std::vector<int32_t> batch = {first};
+      batch.insert(batch.end(), drafts.begin(), drafts.end());
+      ForwardOutput out;
+      RecurrentCheckpoint cp;
+      base->save_recurrent(cp);
+      st->copy_from(*base);
+      constexpr int kInner = 4;  // passes per sample (state restored between, outside the timing)
+      auto run = [&](std::span<const int32_t> toks, bool verify, bool shared) {
+        return [&, toks, verify, shared]() {
+          double ms = 0;
+          for (int i = 0; i < kInner; ++i) {
+            st->restore(cp);
+            ForwardOptions opt;
+            if (verify) {
+              opt.logits = LogitsMode::All;
+              opt.hidden = true;
+              opt.rollback_states = static_cast<int>(toks.size());
+              opt.column_shared = shared;
+            }
+            const auto t0 = Clock::now();
+            m.forward(*st, toks, opt, out);
+            ms += ms_since(t0);
+          }
+          return ms / kInner;
+        };
+      };
+      const std::span<const int32_t> one(batch.data(), 1), all(batch);
+      run(one, false, true)();
+      const auto t = side_by_side(reps * 3, {run(one, false, true), run(all, true, true), run(all, true, false)});
+      std::printf("\n2. verification of 1+%d tokens vs a 1-token decode step (after %d tokens; median of %d)\n", K,
+                  prompt_len, reps * 3);
+      std::printf("   decode step (1 token)               %8.2f ms\n", t[0]);
+      std::printf("   verify 1+%d, column-shared          %8.2f ms   %.3fx  (target <= 1.15x)\n", K, t[1], t[1] / t[0]);
+      std::printf("   verify 1+%d, one column at a time   %8.2f ms   %.3fx\n", K, t[2], t[2] / t[0]);
+      J["verify"] = {{"decode_ms", t[0]}, {"verify_shared_ms", t[1]}, {"verify_per_column_ms", t[2]},
+                     {"shared_ratio", t[1] / t[0]}, {"per_column_ratio", t[2] / t[0]}};
+    }
+
+    // 3. A draft step over the trimmed head vs the full head.
+    {
+      auto st = m.new_sequence(n_ctx);
+      st->copy_from(*base);
+      SpecConfig cfg;
+      cfg.draft_max = K;
+      Speculator spec(m, *st, cfg);
+      spec.observe_pass(0, prompt, pre);
+      spec.draft(first, 0);  // replays the prompt through the MTP head (not timed)
+      auto run = [&](bool trimmed) {
+        return [&, trimmed]() {
+          SpecConfig c = cfg;
+          c.trimmed_head = trimmed;
+          spec.set_config(c);
+          const auto t0 = Clock::now();
+          spec.draft(first, K);
+          return ms_since(t0) / K;
+        };
+      };
+      run(true)();
+      run(false)();
+      const auto t = side_by_side(reps * 3, {run(false), run(true)});
+      const size_t block = mtp_block_bytes(m);
+      spec.set_config(cfg);
+      const size_t trimmed_head = bytes(spec.draft_head());
+      SpecConfig full_cfg = cfg;
+      full_cfg.trimmed_head = false;
+      spec.set_config(full_cfg);
+      const size_t full_head = bytes(spec.draft_head());
+      std::printf("\n3. one draft step (MTP block + output matrix; median of %d)\n", reps * 3);
+      std::printf("   full head    (%6lld rows) %8.2f ms   reads %7.1f MiB (head %7.1f MiB)\n",
+                  static_cast<long long>(hp.n_vocab), t[0], (block + full_head) / 1048576.0, full_head / 1048576.0);
+      std::printf("   trimmed head (%6lld rows) %8.2f ms   reads %7.1f MiB (head %7.1f MiB)   %.3fx time, %.3fx bytes\n",
+                  static_cast<long long>(m.weights().mtp->draft_token_ids.size()), t[1],
+                  (block + trimmed_head) / 1048576.0, trimmed_head / 1048576.0, t[1] / t[0],
+                  double(block + trimmed_head) / double(block + full_head));
+      J["draft"] = {{"full_ms", t[0]}, {"trimmed_ms", t[1]}, {"ratio", t[1] / t[0]},
+                    {"full_bytes", block + full_head}, {"trimmed_bytes", block + trimmed_head},
+                    {"trimmed_rows", m.weights().mtp->draft_token_ids.size()}};
+    }
+
+    // 4. Acceptance-controlled decoding over a recorded greedy output.
+    {
+      // Record the greedy output without speculation.
+      auto st = m.new_sequence(n_ctx);
+      std::vector<int32_t> rec = {first};
+      {
+        st->copy_from(*base);
+        ForwardOutput out;
+        while (static_cast<int>(rec.size()) < decode) {
+          m.forward(*st, std::span<const int32_t>(&rec.back(), 1), ForwardOptions{}, out);
+          rec.push_back(static_cast<int32_t>(std::max_element(out.logits.begin(), out.logits.end()) - out.logits.begin()));
+        }
+      }
+      // Speculation off: plain decode steps.
+      auto plain = [&]() {
+        st->copy_from(*base);
+        ForwardOutput out;
+        const auto t0 = Clock::now();
+        int32_t t = first;
+        for (int i = 1; i < decode; ++i) {
+          m.forward(*st, std::span<const int32_t>(&t, 1), ForwardOptions{}, out);
+          t = static_cast<int32_t>(std::max_element(out.logits.begin(), out.logits.end()) - out.logits.begin());
+          if (t != rec[static_cast<size_t>(i)]) throw std::runtime_error("plain decode is not deterministic");
+        }
+        return ms_since(t0) / (decode - 1);
+      };
+      const std::vector<double> rates = {0.0, 0.5, 0.82, 1.0};
+      std::vector<double> measured(rates.size(), 0);
+      auto spec_run = [&](size_t ri) {
+        return [&, ri]() {
+          st->copy_from(*base);
+          SpecConfig cfg;
+          cfg.draft_max = K;
+          Speculator spec(m, *st, cfg);
+          spec.observe_pass(0, prompt, pre);
+          spec.draft(first, 0);  // the MTP head over the prompt: part of the prefill, not timed
+          spec.reset_counters();
+          // Error diffusion: after each step, accepted/proposed stays within one draft of the rate.
+          double owed = 0;
+          spec.set_draft_hook([&](int64_t pos, int32_t, int max, std::vector<int32_t>& d) {
+            const int64_t o = pos - prompt_len;  // index in rec of the first draft
+            d.assign(static_cast<size_t>(max), 0);
+            owed += rates[ri] * max;
+            const int right = std::clamp(static_cast<int>(owed + 1e-9), 0, max);
+            owed -= right;
+            for (int i = 0; i < max; ++i) {
+              const int32_t want = rec[static_cast<size_t>(o + i)];
+              d[static_cast<size_t>(i)] = i < right ? want : (want + 1) % static_cast<int32_t>(hp.n_vocab);
+            }
+          });
+          GreedyPicker g;
+          SpecStep step;
+          SpecLimits lim;
+          int32_t t = first;
+          int produced = 1;
+          const auto t0 = Clock::now();
+          while (produced < decode) {
+            lim.max_tokens = decode - produced;
+            spec.step(t, g, step, lim);
+            for (int32_t x : step.tokens)
+              if (x != rec[static_cast<size_t>(produced++)]) throw std::runtime_error("speculative output differs");
+            t = step.tokens.back();
+          }
+          const double ms = ms_since(t0) / (decode - 1);
+          const SpecCounters& c = spec.counters();
+          measured[ri] = c.drafts_proposed ? double(c.drafts_accepted) / double(c.drafts_proposed) : 0;
+          return ms;
+        };
+      };
+      std::vector<std::function<double()>> fns = {plain};
+      for (size_t ri = 0; ri < rates.size(); ++ri) fns.push_back(spec_run(ri));
+      plain();
+      const auto t = side_by_side(reps, fns);
+      std::printf("\n4. decode with injected acceptance: %d recorded greedy tokens after %d prompt tokens, k = %d,\n"
+                  "   trimmed head, column-shared verification (median of %d; outputs checked equal)\n",
+                  decode, prompt_len, K, reps);
+      std::printf("%s", kDisclaimer);
+      std::printf("   speculation off            %8.2f ms/token\n", t[0]);
+      J["acceptance"] = nlohmann::json::array();
+      J["decode_plain_ms_per_token"] = t[0];
+      for (size_t ri = 0; ri < rates.size(); ++ri) {
+        std::printf("   %3.0f%% of drafts accepted   %8.2f ms/token   %.3fx  (measured rate %.2f)\n", rates[ri] * 100,
+                    t[ri + 1], t[ri + 1] / t[0], measured[ri]);
+        J["acceptance"].push_back({{"rate", rates[ri]}, {"measured_rate", measured[ri]}, {"ms_per_token", t[ri + 1]},
+                                   {"ratio_vs_off", t[ri + 1] / t[0]}});
+      }
+    }
+    if (!json_path.empty()) std::ofstream(json_path) << J.dump(2) << "\n";
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tandem_bench_spec: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

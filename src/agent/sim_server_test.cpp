@@ -1,0 +1,92 @@
+// Acceptance test of the replay model (serving spec §6): the default agent trace (61 requests)
+// is served by tandem-server's HTTP front and engine on the tiny model, with the server's own
+// --log-requests log; tandem-sim's prediction from the trace's token streams (and the log's
+// generated tokens) must equal the logged N - R, passes and every other count on every request,
+// for each of the three policies, with and without batch consolidation.
+#include <gtest/gtest.h>
+
+#include <httplib.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "agent/episode_gen.h"
+#include "agent/request_tokens.h"
+#include "agent/sim.h"
+#include "http/http_test_util.h"
+#include "http/request_log.h"
+#include "http/server.h"
+#include "serve/engine.h"
+
+namespace tandem::agent {
+namespace {
+
+TEST(ReplayModelVsServer, EqualsTheServersRequestLogOnTheDefaultTrace) {
+  auto& tm = http::testing::TinyModel::get();
+  const auto gen = generate_trace({});
+  ASSERT_EQ(gen.size(), 61u);
+  std::vector<RequestTokens> reqs;
+  for (const auto& g : gen) reqs.push_back(tokenize_request(*tm.tok, tm.tmpl, g.record.body));
+
+  for (const char* policy : {"stock", "marconi", "divergence"})
+    for (const char* consolidate : {"off", "on"}) {
+      const std::string flags =
+          std::string("--checkpoint-policy ") + policy + " --consolidate-batches " + consolidate;
+      const ServeSettings st = parse_config(flags);
+      SCOPED_TRACE(flags);
+      const std::string log_path = std::string(TANDEM_BINARY_DIR) + "/test-tmp-agent-" + policy + "-" + consolidate + ".jsonl";
+      std::remove(log_path.c_str());
+      {
+        serve::EngineConfig cfg;  // the server's defaults, with the configuration's flags
+        cfg.n_parallel = 1;
+        cfg.n_ctx = st.n_ctx;
+        cfg.slot = st.slot;
+        cfg.policy = st.policy;
+        cfg.cache_ram_mib = st.cache_ram_mib;
+        serve::Engine engine(*tm.model, *tm.tok, cfg);
+        http::RequestLog log(log_path);
+        engine.set_finish_hook([&log](const serve::EngineRequest& req, const serve::GenerationResult& r, uint64_t id) {
+          log.write(req, r, id);
+        });
+        http::HttpServer server(engine, tm.tmpl, http::HttpServerConfig{});
+        const int port = server.start();
+        httplib::Client cli("127.0.0.1", port);
+        cli.set_read_timeout(300, 0);
+        for (const auto& g : gen) {
+          const auto res = cli.Post("/v1/chat/completions", g.record.body.dump(), "application/json");
+          ASSERT_TRUE(res) << "no response";
+          ASSERT_EQ(res->status, 200) << res->body;
+        }
+        server.stop();
+      }
+      std::ifstream in(log_path);
+      std::vector<nlohmann::ordered_json> log;
+      std::string line;
+      while (std::getline(in, line)) log.push_back(nlohmann::ordered_json::parse(line));
+      ASSERT_EQ(log.size(), gen.size());
+      std::vector<serve::RecordedRequest> recorded;
+      for (size_t i = 0; i < gen.size(); ++i) {
+        ASSERT_EQ(log[i]["prompt"].get<std::vector<int32_t>>(), reqs[i].ids) << "request " << i + 1;
+        ASSERT_EQ(log[i]["user_starts"].get<std::vector<int64_t>>(), reqs[i].user_starts) << "request " << i + 1;
+        recorded.push_back(recorded_request(reqs[i], log[i]["output"].get<std::vector<int32_t>>()));
+      }
+      const auto sim = simulate(recorded, st, tm.model->hparams());
+      int64_t nr = 0, passes = 0;
+      for (size_t i = 0; i < gen.size(); ++i) {
+        const auto server = nlohmann::json::parse(log[i]["timings"].dump()).get<serve::RequestStats>();
+        EXPECT_EQ(sim[i].new_tokens, server.new_tokens) << "request " << i + 1;
+        EXPECT_EQ(sim[i].passes, server.passes) << "request " << i + 1;
+        EXPECT_TRUE(sim[i].same_counts(server)) << "request " << i + 1 << "\nserver " << nlohmann::json(server).dump()
+                                                << "\nsim    " << nlohmann::json(sim[i]).dump();
+        nr += server.new_tokens;
+        passes += server.passes;
+      }
+      std::printf("%-55s server == sim on %zu requests (N-R %lld, passes %lld)\n", flags.c_str(), gen.size(),
+                  static_cast<long long>(nr), static_cast<long long>(passes));
+      std::remove(log_path.c_str());
+    }
+}
+
+}  // namespace
+}  // namespace tandem::agent

@@ -29,7 +29,7 @@ void usage() {
                "  --guidelines-after    the guidelines after the screen\n"
                "  --date-first          a date line first\n"
                "  --controls-scale X    scales the list items per screen (default 1)\n"
-               "  --max-tokens N        per request (default 32)\n"
+               "  --max-tokens N        per request (default 16)\n"
                "  -m MODEL.gguf         measure token counts with this model's tokenizer + chat template\n");
 }
 

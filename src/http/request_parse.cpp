@@ -164,9 +164,10 @@ ParsedRequest parse_chat_request(const Json& b, const ParseContext& ctx) {
     if (ct.roles[i] == "user") out.engine.user_starts.push_back(ct.message_starts[i]);
 
   parse_common(b, ctx, out.engine.params);
-  std::optional<int64_t> max_tokens = opt_int(b, "max_completion_tokens", 1, ctx.n_ctx);
-  if (!max_tokens) max_tokens = opt_int(b, "max_tokens", 1, ctx.n_ctx);
+  // The same precedence as agent/request_tokens.h (the simulator reads traces of these bodies).
+  std::optional<int64_t> max_tokens = opt_int(b, "max_tokens", 1, ctx.n_ctx);
   if (!max_tokens) max_tokens = opt_int(b, "n_predict", -1, ctx.n_ctx);
+  if (!max_tokens) max_tokens = opt_int(b, "max_completion_tokens", 1, ctx.n_ctx);
   if (max_tokens) out.engine.params.n_predict = *max_tokens;
   parse_stream(b, out);
   return out;

@@ -1,6 +1,7 @@
 #include "http/server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <stdexcept>
@@ -23,6 +24,13 @@ HttpServer::HttpServer(serve::Engine& engine, const text::ChatTemplate& tmpl, Ht
   svr_->set_read_timeout(30);
   svr_->set_write_timeout(30);
   svr_->set_tcp_nodelay(true);
+  // The library listens with a backlog of 5: a burst of clients overflows the accept queue and
+  // some of them see their connection dropped. Keep the listening socket to raise it after bind.
+  svr_->set_socket_options([this](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    if (listen_fd_ < 0) listen_fd_ = static_cast<int>(sock);
+  });
 
   svr_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (is_public_path(req.path) ||
@@ -98,6 +106,7 @@ int HttpServer::start() {
       throw std::runtime_error("cannot bind to " + cfg_.host + ":" + std::to_string(cfg_.port));
     port_ = cfg_.port;
   }
+  if (listen_fd_ >= 0) ::listen(listen_fd_, 1024);  // Linux: a second listen() sets the backlog
   thread_ = std::thread([this] { svr_->listen_after_bind(); });
   // stop() only reaches a server whose accept loop runs: wait for it (briefly).
   for (int i = 0; i < 5000 && !svr_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));

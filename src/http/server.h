@@ -69,6 +69,7 @@ class HttpServer {
   std::unique_ptr<httplib::Server> svr_;
   std::thread thread_;
   int port_ = 0;
+  int listen_fd_ = -1;  // the listening socket (owned by httplib)
   std::atomic<bool> stopping_{false};
   std::atomic<bool> started_{false};
 };

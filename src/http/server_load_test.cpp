@@ -150,7 +150,10 @@ std::vector<int32_t> run_job(const TestServer& s, const Job& job, const std::vec
   body["stream"] = job.stream;
   auto c = s.client(300);
   auto r = c->Post(path, to_text(body), "application/json");
-  if (!r || r->status != 200) return {};
+  if (!r || r->status != 200) {
+    *text = r ? "HTTP " + std::to_string(r->status) + ": " + r->body : "no response: " + httplib::to_string(r.error());
+    return {};
+  }
   std::vector<int32_t> toks;
   if (!job.stream) {
     const Json j = Json::parse(r->body);

@@ -415,7 +415,7 @@ void Engine::finish(SlotRun& s, FinishReason reason, std::string error) {
     }
   }
   if (s.slot->request_open()) r.stats = s.slot->end_request();
-  else if (s.prefilled || reason == FinishReason::Error) r.stats = s.slot->stats();
+  else if (s.prefilled) r.stats = s.slot->stats();
   if (s.prefilled && !r.output.empty()) r.predicted_ms = ms_between(s.prefill_end, s.last_token);
   std::unique_ptr<Pending> p = std::move(s.p);
   s.sampler.reset();

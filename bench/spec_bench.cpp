@@ -18,7 +18,7 @@
 //   ninja -C build tandem_bench_spec tandem-trim-draft tandem-gen-model
 //   ./build/tandem-gen-model --preset 0.8b --type Q4_0 --vocab 151669 -o build/models/qwen35-0.8b-Q4_0.gguf
 //   ./build/tandem_bench_spec -m build/models/qwen35-0.8b-Q4_0.gguf [--threads 2] [--prompt 512]
-//                             [--reps 5] [--decode 48] [--k 3] [--json out.json]
+//                             [--reps 5] [--decode 40] [--k 3] [--modes 1234] [--json out.json]
 //
 // Without a draft head in the file, a trimmed copy (32,768 rows) is written beside it first
 // (MODEL-draft.gguf, reused on later runs).
@@ -88,7 +88,7 @@ const char* kDisclaimer =
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model_path, json_path;
+  std::string model_path, json_path, modes = "1234";
   int threads = 2, prompt_len = 512, reps = 5, decode = 48, K = 3;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -106,10 +106,11 @@ int main(int argc, char** argv) {
     else if (a == "--decode") decode = std::atoi(next().c_str());
     else if (a == "--k") K = std::atoi(next().c_str());
     else if (a == "--json") json_path = next();
+    else if (a == "--modes") modes = next();
     else {
       std::fprintf(stderr,
                    "usage: tandem_bench_spec -m MODEL.gguf [--threads 2] [--prompt 512] [--reps 5] [--decode 48] "
-                   "[--k 3] [--json FILE]\n");
+                   "[--k 3] [--modes 1234] [--json FILE]\n");
       return 2;
     }
   }
@@ -117,6 +118,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tandem_bench_spec: -m MODEL.gguf required (and sane --prompt/--reps/--decode/--k)\n");
     return 2;
   }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress is visible when redirected
   nlohmann::json J;
   try {
     // A file with a trimmed draft head (written beside the model when missing).
@@ -146,8 +148,9 @@ int main(int argc, char** argv) {
     J["k"] = K;
     J["note"] = "random weights: acceptance is injected, not measured";
 
+    auto on = [&](char c) { return modes.find(c) != std::string::npos; };
     // 1. Prefill with rollback states retained vs without.
-    {
+    if (on('1')) {
       auto st = m.new_sequence(n_ctx);
       ForwardOutput out;
       auto pass = [&](int rollback, GdnAlgorithm gdn) {
@@ -185,7 +188,7 @@ int main(int argc, char** argv) {
     const int32_t first = static_cast<int32_t>(std::max_element(pre.logits.begin(), pre.logits.end()) - pre.logits.begin());
 
     // 2. Verification of 1 + k tokens vs one decode step.
-    {
+    if (on('2')) {
       auto st = m.new_sequence(n_ctx);
       const auto drafts = random_tokens(K, hp.n_vocab, 2);
       std::vector<int32_t> batch = {first};
@@ -227,7 +230,7 @@ int main(int argc, char** argv) {
     }
 
     // 3. A draft step over the trimmed head vs the full head.
-    {
+    if (on('3')) {
       auto st = m.new_sequence(n_ctx);
       st->copy_from(*base);
       SpecConfig cfg;
@@ -268,7 +271,7 @@ int main(int argc, char** argv) {
     }
 
     // 4. Acceptance-controlled decoding over a recorded greedy output.
-    {
+    if (on('4')) {
       // Record the greedy output without speculation.
       auto st = m.new_sequence(n_ctx);
       std::vector<int32_t> rec = {first};

@@ -28,7 +28,6 @@ struct Qwen35Model::Workspace {
   std::vector<float> beta, g;         // T x H_v
   std::vector<float> qg, k, v;        // attention projections
   std::vector<float> ff_act;          // silu(gate) * up: T x n_ff
-  std::vector<float> snapshots;       // per-token delta-rule states for rollback
   std::vector<float> conv_tmp;
   std::vector<float> rope_cs;
   std::vector<int64_t> ends;         // segment ends of the delta rule
@@ -332,16 +331,33 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
     if (s >= tail || !chunked) {
       const int64_t snap_from = std::max<int64_t>(T - K_rb, s) - s;  // first token whose state we keep
       const bool snap = K_rb > 0 && snap_from < in.T;
-      float* snaps = snap ? sized(ws.snapshots, static_cast<size_t>((in.T - snap_from) * sf)) : nullptr;
-      // Value heads are independent: one task per head.
-      pool_->parallel_for(H_v, [&](int64_t h, int) {
-        DeltaRuleInput one = in;
-        one.h_begin = static_cast<int>(h);
-        one.h_end = static_cast<int>(h) + 1;
-        delta_rule_recurrent(one, ssm, snaps, snap_from);
-      });
-      if (snap)
-        for (int64_t t = snap_from; t < in.T; ++t) save_rollback(s + t + 1, snaps + (t - snap_from) * sf);
+      // Value heads are independent: one task per head. Tokens [0, snap_from) in one call;
+      // then, when states are kept, one call per token whose snapshot goes straight into its
+      // rollback slot (one write per state, no staging buffer: this traffic is what makes a
+      // verification pass dearer than the decode steps it replaces).
+      auto run = [&](int64_t t0, int64_t t1, float* snapshot) {
+        DeltaRuleInput part = in;
+        part.T = t1 - t0;
+        part.q = in.q + t0 * conv_dim;
+        part.k = in.k + t0 * conv_dim;
+        part.v = in.v + t0 * conv_dim;
+        part.g = in.g + t0 * H_v;
+        part.beta = in.beta + t0 * H_v;
+        part.out = in.out + t0 * vdim;
+        pool_->parallel_for(H_v, [&](int64_t h, int) {
+          DeltaRuleInput one = part;
+          one.h_begin = static_cast<int>(h);
+          one.h_end = static_cast<int>(h) + 1;
+          delta_rule_recurrent(one, ssm, snapshot, 0);
+        });
+      };
+      if (!snap) {
+        run(0, in.T, nullptr);
+      } else {
+        if (snap_from > 0) run(0, snap_from, nullptr);
+        for (int64_t t = snap_from; t < in.T; ++t)
+          run(t, t + 1, out.rollback_states[static_cast<size_t>(T - (s + t + 1))].data.data() + ssm_off);
+      }
     } else {
       pool_->parallel_for(H_v, [&](int64_t h, int thread) {
         DeltaRuleInput one = in;

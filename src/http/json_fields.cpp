@@ -34,6 +34,17 @@ Json parse_json_object(const std::string& body) {
     throw bad_request("the request body is not valid JSON (" + what + ")");
   }
   if (!j.is_object()) throw bad_request("the request body must be a JSON object, got " + type_name(j));
+  // Copying or printing JSON recurses: refuse absurd nesting before anything walks the value
+  // (this walk keeps its own stack).
+  std::vector<std::pair<const Json*, int>> todo{{&j, 1}};
+  while (!todo.empty()) {
+    const auto [v, depth] = todo.back();
+    todo.pop_back();
+    if (depth > kMaxJsonDepth)
+      throw bad_request("the request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    if (v->is_structured())
+      for (const Json& e : *v) todo.emplace_back(&e, depth + 1);
+  }
   return j;
 }
 

@@ -11,7 +11,10 @@
 
 namespace tandem::http {
 
-// The request body: a JSON object (400 for invalid JSON, invalid UTF-8, or another JSON type).
+constexpr int kMaxJsonDepth = 64;
+
+// The request body: a JSON object (400 for invalid JSON, invalid UTF-8, another JSON type, or
+// nesting deeper than kMaxJsonDepth).
 Json parse_json_object(const std::string& body);
 
 std::optional<bool> opt_bool(const Json& obj, const char* key);

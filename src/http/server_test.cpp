@@ -247,6 +247,9 @@ TEST(HttpServer, BadInputIs400AndTheServerKeepsServing) {
       {"/props", "{\"checkpoint_policy\": \"lru\"}", "stock"},
       {"/props", "{\"min_gap\": -1}", "'min_gap' must be in"},
       {"/props", "{\"speed\": 11}", "unknown setting 'speed'"},
+      {"/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"tools\": " +
+                                   std::string(100000, '[') + std::string(100000, ']') + "}",
+       "nests deeper"},
   };
   for (const BadCase& bc : cases) {
     SCOPED_TRACE(std::string(bc.path) + " " + bc.body.substr(0, 120));

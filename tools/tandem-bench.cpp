@@ -7,12 +7,20 @@
 // position only), best of --reps. Decode: --decode greedy single-token steps after the
 // prompt, mean ms/token, best of --reps. Also prints the bytes of weights one decode
 // step reads, and, given --bandwidth-gbs, the bandwidth floor and the ratio to it.
+//
+//   tandem-bench -m model.gguf --idle-pauses 1,5,30 [--idle-release-ms 500] [--reps 3]
+//
+// Idle release: the added latency of the first request after a pause long enough for the
+// resource governor to release (a 64-token prompt + 4 decode steps, right after a warm
+// identical request), for each pause, alternating pauses run by run; also the governor's
+// own wake latency.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "model/qwen35_model.h"
@@ -39,12 +47,67 @@ size_t decode_weight_bytes(const tandem::Qwen35Model& m) {
   return total;
 }
 
+// One short request: a 64-token prompt on a fresh sequence, then 4 greedy decode steps.
+double short_request_ms(tandem::Qwen35Model& model, tandem::SequenceState& seq, const std::vector<int32_t>& prompt) {
+  tandem::ForwardOptions opt;
+  tandem::ForwardOutput out;
+  seq.reset();
+  const double t0 = now_ms();
+  model.forward(seq, prompt, opt, out);
+  for (int i = 0; i < 4; ++i) {
+    const int32_t next =
+        static_cast<int32_t>(std::max_element(out.logits.begin(), out.logits.end()) - out.logits.begin());
+    model.forward(seq, std::span<const int32_t>(&next, 1), opt, out);
+  }
+  return now_ms() - t0;
+}
+
+int idle_bench(tandem::Qwen35Model& model, const std::string& pauses_arg, int release_ms, int reps) {
+  std::vector<double> pauses;
+  for (size_t p = 0; p < pauses_arg.size();) {
+    size_t used = 0;
+    pauses.push_back(std::stod(pauses_arg.substr(p), &used));
+    p += used + 1;
+  }
+  model.governor().set_idle_release_ms(release_ms);
+  std::vector<int32_t> prompt(64);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919) % model.hparams().n_vocab);
+  auto seq = model.new_sequence(128);
+  short_request_ms(model, *seq, prompt);  // warm caches and pages
+  std::vector<std::vector<double>> added(pauses.size()), wake(pauses.size());
+  std::vector<std::vector<bool>> released(pauses.size());
+  for (int r = 0; r < reps; ++r)
+    for (size_t i = 0; i < pauses.size(); ++i) {  // pauses alternate run by run
+      const double warm = short_request_ms(model, *seq, prompt);
+      std::this_thread::sleep_for(std::chrono::duration<double>(pauses[i]));
+      released[i].push_back(model.governor().stats().released);
+      const double after = short_request_ms(model, *seq, prompt);
+      added[i].push_back(after - warm);
+      wake[i].push_back(model.governor().stats().last_wake_latency_ms);
+    }
+  std::printf("idle release after %d ms; request = 64-token prompt + 4 decode steps; %d runs per pause\n",
+              release_ms, reps);
+  std::printf("| pause | released before the request | added latency of the first request (median) | governor wake latency (median) |\n|---|---|---|---|\n");
+  for (size_t i = 0; i < pauses.size(); ++i) {
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    int n_rel = 0;
+    for (bool b : released[i]) n_rel += b ? 1 : 0;
+    std::printf("| %.0f s | %d/%d | %+.2f ms | %.3f ms |\n", pauses[i], n_rel, reps, median(added[i]), median(wake[i]));
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string model_path, cpu_path;
   int prompt = 512, decode = 32, threads = 0, reps = 3;
   double bandwidth = 0;
+  std::string idle_pauses;
+  int idle_release_ms = 500;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -58,6 +121,8 @@ int main(int argc, char** argv) {
     else if (a == "--reps") reps = std::atoi(next().c_str());
     else if (a == "--cpu-path") cpu_path = next();
     else if (a == "--bandwidth-gbs") bandwidth = std::atof(next().c_str());
+    else if (a == "--idle-pauses") idle_pauses = next();
+    else if (a == "--idle-release-ms") idle_release_ms = std::atoi(next().c_str());
     else { std::fprintf(stderr, "usage: tandem-bench -m MODEL [--prompt N] [--decode N] [--threads N] [--reps N] [--cpu-path T] [--bandwidth-gbs X]\n"); return 2; }
   }
   if (model_path.empty() || prompt < 1 || decode < 1 || reps < 1) {
@@ -72,6 +137,7 @@ int main(int argc, char** argv) {
     }
     auto model = tandem::Qwen35Model::load(model_path, threads);
     const auto& hp = model->hparams();
+    if (!idle_pauses.empty()) return idle_bench(*model, idle_pauses, idle_release_ms, reps);
     std::mt19937 rng(1);
     std::uniform_int_distribution<int32_t> dist(0, static_cast<int32_t>(std::min<int64_t>(hp.n_vocab, 100000) - 1));
     std::vector<int32_t> toks(static_cast<size_t>(prompt));

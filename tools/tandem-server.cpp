@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
     }
     auto model = Qwen35Model::load(opt.model_path, opt.threads);
     model->governor().set_idle_release_ms(opt.idle_release_ms);
+    model->governor().set_dma_latency(opt.cpu_dma_latency);
     const auto tok = text::Tokenizer::from_gguf(model->file());
     text::ChatTemplate tmpl(text::ChatTemplateFamily::ChatML);
     try {

@@ -61,6 +61,7 @@ ServerOptions parse_server_args(const std::vector<std::string>& args) {
     else if (a == "-t" || a == "--threads") o.threads = static_cast<int>(to_int(a, next(), 0, 4096));
     else if (a == "--http-threads") o.http_threads = static_cast<int>(to_int(a, next(), 0, 4096));
     else if (a == "--idle-release-ms") o.idle_release_ms = to_int(a, next(), 0, kBig);
+    else if (a == "--cpu-dma-latency") o.cpu_dma_latency = true;
     else if (a == "--log-requests") o.log_requests = next();
     else if (a == "--cpu-path") o.cpu_path = next();
     else if (a == "--alias" || a == "-a") o.aliases.push_back(next());
@@ -111,6 +112,8 @@ OpenAI-compatible (/v1/chat/completions) and llama.cpp-compatible (/completion) 
   -t, --threads N              compute threads (default: one per physical core)
   --http-threads N             HTTP worker threads (default: parallel + queue + 8)
   --idle-release-ms N          release compute resources after N ms idle, 0 = never (default 3000)
+  --cpu-dma-latency            while active, hold a /dev/cpu_dma_latency request (no deep C-states)
+                               when that device is writable; closed on release (default off)
   --log-requests FILE          append one JSON line per request (all serving numbers, token ids)
   --cpu-path T                 kernel tier: scalar | avx2 | avx512 | amx (default: the best available)
   -h, --help                   this text

@@ -17,6 +17,7 @@ struct ServerOptions {
   int threads = 0;                    // --threads (compute; 0: one per physical core)
   int http_threads = 0;               // --http-threads (0: parallel + queue + 8)
   int64_t idle_release_ms = 3000;     // --idle-release-ms
+  bool cpu_dma_latency = false;       // --cpu-dma-latency (hold a PM QoS request while active)
   std::string log_requests;           // --log-requests FILE
   std::string cpu_path;               // --cpu-path scalar|avx2|avx512|amx
   std::vector<std::string> aliases;   // --alias NAME (accepted "model" values besides the file name)

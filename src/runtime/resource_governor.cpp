@@ -103,6 +103,17 @@ void CpuResourceGovernor::set_idle_release_ms(int64_t ms) {
   cv_.notify_all();
 }
 
+void CpuResourceGovernor::set_dma_latency(bool on) {
+  std::lock_guard<std::mutex> lock(mu_);
+  opt_.dma_latency = on;
+  if (!on && latency_fd_ >= 0) {
+    ::close(latency_fd_);
+    latency_fd_ = -1;
+  }
+  if (on && !released_) acquire_locked();  // opens the request now if the device allows it
+  stats_.latency_request_held = latency_fd_ >= 0;
+}
+
 void CpuResourceGovernor::watch() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {

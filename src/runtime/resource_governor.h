@@ -84,6 +84,8 @@ class CpuResourceGovernor final : public ResourceGovernor {
   // Releases now if nothing is in flight (tests, and an explicit "going idle" signal).
   bool release_now();
   void set_idle_release_ms(int64_t ms);
+  // Holds (or drops) the /dev/cpu_dma_latency request while active.
+  void set_dma_latency(bool on);
 
   // Seconds on CLOCK_BOOTTIME (includes suspend).
   static double boottime_seconds();

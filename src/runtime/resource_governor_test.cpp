@@ -7,6 +7,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 namespace tandem {
 namespace {
 
@@ -33,6 +35,21 @@ TEST(ResourceGovernor, NeverReleasesWithABatchInFlight) {
   EXPECT_FALSE(gov.release_now());
   lease.reset();
   EXPECT_TRUE(gov.release_now() || gov.stats().released);
+}
+
+// The PM QoS request is held while active and closed on release (when the device exists
+// and is writable here; otherwise it is simply never held).
+TEST(ResourceGovernor, LatencyRequestFollowsActiveState) {
+  ThreadPool pool(1);
+  CpuResourceGovernor gov(pool, {.idle_release_ms = 0});
+  gov.set_dma_latency(true);
+  const bool can = access("/dev/cpu_dma_latency", W_OK) == 0;
+  EXPECT_EQ(gov.stats().latency_request_held, can);
+  ASSERT_TRUE(gov.release_now());
+  EXPECT_FALSE(gov.stats().latency_request_held);
+  { auto lease = gov.acquire(); EXPECT_EQ(gov.stats().latency_request_held, can); }
+  gov.set_dma_latency(false);
+  EXPECT_FALSE(gov.stats().latency_request_held);
 }
 
 TEST(ResourceGovernor, DisabledNeverReleases) {

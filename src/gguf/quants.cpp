@@ -52,13 +52,10 @@ void check_blocks(GgmlType t, int64_t n, const char* what) {
 }
 
 inline void get_scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
-  if (j < 4) {
-    *d = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *d = static_cast<uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-    *m = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4));
-  }
+  int sd, sm;
+  k4_scale_min(j, q, &sd, &sm);
+  *d = static_cast<uint8_t>(sd);
+  *m = static_cast<uint8_t>(sm);
 }
 
 // ---------------------------------------------------------------------------------------------

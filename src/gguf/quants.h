@@ -34,6 +34,19 @@ static_assert(sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(Block
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
 
+// The 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K super-block, packed in
+// its 12 scale bytes. static: it is also compiled into the SIMD-only translation units,
+// which must not export any symbol other units could pick up.
+static inline void k4_scale_min(int j, const uint8_t* q, int* d, int* m) {
+  if (j < 4) {
+    *d = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *d = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
 // Dequantize n elements (a multiple of the type's block size) of type t from src to dst.
 void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n);
 

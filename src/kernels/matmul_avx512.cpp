@@ -114,15 +114,6 @@ void q8_0_rows4(const uint8_t* w, size_t stride, int64_t nb, const Q8PairsView& 
   for (int r = 0; r < 4; ++r) out[r] = _mm512_reduce_add_ps(acc[r]);
 }
 
-inline void scale_min_k4(int j, const uint8_t* q, int* d, int* m) {
-  if (j < 4) {
-    *d = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *d = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
-    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
 
 template <int NC>
 void q4_K_row(const BlockQ4_K* w, int64_t nb, const BlockQ8_K* const* a, float* out) {
@@ -137,7 +128,7 @@ void q4_K_row(const BlockQ4_K* w, int64_t nb, const BlockQ8_K* const* a, float* 
     const BlockQ4_K& b = w[i];
     const float d = h2f(b.d), dmin = h2f(b.dmin);
     int sc[8], mn[8];
-    for (int j = 0; j < 8; ++j) scale_min_k4(j, b.scales, &sc[j], &mn[j]);
+    for (int j = 0; j < 8; ++j) k4_scale_min(j, b.scales, &sc[j], &mn[j]);
     __m512i q[4], s[4];
     for (int c4 = 0; c4 < 4; ++c4) {
       const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * c4));

@@ -107,23 +107,13 @@ float dot_q8_0(int64_t nb, const BlockQ8_0* x, const BlockQ8_0* y) {
   return sumf;
 }
 
-// The 6-bit scale/min pair j of a Q4_K/Q5_K super-block.
-inline void scale_min_k4(int j, const uint8_t* q, int* d, int* m) {
-  if (j < 4) {
-    *d = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *d = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
-    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
 
 // Shared tail of Q4_K/Q5_K: q holds the 256 unsigned quants of the super-block.
 float dot_kx_block(const uint8_t* scales, const int8_t* q, const BlockQ8_K& y, float d, float dmin) {
   int sum_scaled = 0, sum_mins = 0;
   for (int j = 0; j < 8; ++j) {
     int sc, m;
-    scale_min_k4(j, scales, &sc, &m);
+    k4_scale_min(j, scales, &sc, &m);
     int s = 0;
     for (int l = 0; l < 32; ++l) s += q[j * 32 + l] * y.qs[j * 32 + l];
     sum_scaled += sc * s;

@@ -314,6 +314,15 @@ std::unique_ptr<GgufFile> GgufFile::from_memory(const uint8_t* data, size_t size
   return f;
 }
 
+void GgufFile::release_pages(const uint8_t* p, size_t n) const {
+  if (!mapped_ || p < base_ || p + n > base_ + size_) return;
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  // A private read-only file mapping never written to: dropping its pages loses nothing.
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 GgufFile::~GgufFile() {
   if (mapped_ && base_) ::munmap(const_cast<uint8_t*>(base_), size_);
 }

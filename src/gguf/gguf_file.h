@@ -96,6 +96,12 @@ class GgufFile {
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
   const GgufTensorInfo* find_tensor(std::string_view name) const;
 
+  // Tells the kernel that the mapped bytes [p, p + n) are not needed for now (they were
+  // copied elsewhere, e.g. packed weights): their pages leave this process's resident set
+  // and are read back from the file if touched again. Only whole pages inside the range;
+  // a no-op for in-memory images. Contents never change.
+  void release_pages(const uint8_t* p, size_t n) const;
+
   // Builds an error message prefixed with the file name.
   [[noreturn]] void fail(const std::string& what) const;
 

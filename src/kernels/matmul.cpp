@@ -6,6 +6,7 @@
 
 #include "gguf/quants.h"
 #include "kernels/activation_quant.h"
+#include "kernels/amx_weight_pack.h"
 #include "kernels/elementwise.h"
 #include "kernels/matmul_amx.h"
 #include "kernels/matmul_avx512.h"
@@ -46,15 +47,17 @@ struct Prepared {
   size_t panel_bytes = 0;
 };
 
-Path choose_path(GgmlType t, int64_t T) {
-  if (T >= kAmxMinCols && active_cpu_tier() >= CpuTier::Amx && amx_has_kernel(t)) return Path::Amx;
+// packed: the weights have their AMX tile-order copy (then AMX pays from one token on).
+Path choose_path(GgmlType t, int64_t T, bool packed) {
+  if ((T >= kAmxMinCols || packed) && active_cpu_tier() >= CpuTier::Amx && amx_has_kernel(t)) return Path::Amx;
   if (matmul_has_fast_kernel(t)) return Path::Avx512;
   return Path::Scalar;
 }
 
-Prepared prepare(GgmlType type, int64_t n, const float* X, int64_t ldx, int64_t T, KernelContext& ctx) {
+Prepared prepare(GgmlType type, bool packed, int64_t n, const float* X, int64_t ldx, int64_t T,
+                 KernelContext& ctx) {
   Prepared p;
-  p.path = choose_path(type, T);
+  p.path = choose_path(type, T, packed);
   p.type = type;
   p.n = n;
   p.T = T;
@@ -128,9 +131,14 @@ void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, 
   const uint8_t* w = W.data + static_cast<size_t>(r0) * W.row_stride;  // row r0 becomes row 0
   const int64_t nr = r1 - r0, n = p.n, T = p.T;
   if (p.path == Path::Amx) {
+    uint8_t* panel = p.panels + p.panel_bytes * static_cast<size_t>(thread);
+    if (W.amx_packed) {  // r0 is a multiple of the 64-row task size: a whole packed group
+      amx::gemm_packed(W.type, W.amx_packed + static_cast<size_t>(r0 / 16) * amx::packed_group_bytes(W.type, n), n,
+                       W.rows - r0, 0, nr, p.act, T, y, ldy, panel);
+      return;
+    }
     auto* gemm = W.type == GgmlType::Q4_0 ? amx::gemm_q4_0 : amx::gemm_q8_0;
-    gemm(w, W.row_stride, n, W.rows - r0, 0, nr, p.act, T, y, ldy,
-         p.panels + p.panel_bytes * static_cast<size_t>(thread));
+    gemm(w, W.row_stride, n, W.rows - r0, 0, nr, p.act, T, y, ldy, panel);
     return;
   }
   if (p.path == Path::Scalar) {
@@ -197,7 +205,7 @@ bool matmul_has_fast_kernel(GgmlType t) {
 }
 
 void matmul(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy, KernelContext& ctx) {
-  const Prepared p = prepare(W.type, W.cols, X, ldx, T, ctx);
+  const Prepared p = prepare(W.type, W.amx_packed != nullptr, W.cols, X, ldx, T, ctx);
   for_tasks(W.rows, rows_per_task(p, W.rows, ctx.pool), ctx.pool,
             [&](int64_t r0, int64_t r1, int thread) { run_rows(p, W, r0, r1, Y + r0, ldy, thread); });
 }
@@ -216,7 +224,7 @@ void matmul_swiglu(const WeightMatrix& Wg, const WeightMatrix& Wu, const float* 
     for (int64_t t = 0; t < T; ++t) silu_mul(g + t * Wg.rows, u + t * Wg.rows, Y + t * ldy, Wg.rows);
     return;
   }
-  const Prepared p = prepare(Wg.type, Wg.cols, X, ldx, T, ctx);
+  const Prepared p = prepare(Wg.type, Wg.amx_packed && Wu.amx_packed, Wg.cols, X, ldx, T, ctx);
   const int64_t per = rows_per_task(p, Wg.rows, ctx.pool);
   // Per-thread tiles of T x per floats for the two products of one row range: they stay
   // in cache and are combined straight into Y.

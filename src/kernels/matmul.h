@@ -11,7 +11,9 @@
 //    (decode GEMV and the column-shared product for speculative verification);
 //  * T > 8: the same row kernels over groups of 8 columns, rows split in tasks small
 //    enough that a task's weight rows stay in cache across column groups;
-//  * T >= 16 on AMX (Q4_0, Q8_0): int8 tiles, one tile product per 32-element block;
+//  * on AMX (Q4_0, Q8_0): int8 tiles, one tile product per 32-element block, for T >= 16,
+//    and for every T when the weights were packed at load (amx_weight_pack.h): decode and
+//    verification then run on the matrix path too, and T = 4 costs about what T = 1 does;
 //  * types or tiers without a SIMD kernel: the scalar reference, still threaded.
 #pragma once
 
@@ -30,6 +32,9 @@ struct WeightMatrix {
   int64_t rows = 0;  // ne[1], the output dimension
   const uint8_t* data = nullptr;
   size_t row_stride = 0;  // bytes per row
+  // The same rows in AMX tile order (amx_weight_pack.h), or null. Set at model load on AMX
+  // machines; matmul then multiplies 1..T tokens on the matrix path.
+  const uint8_t* amx_packed = nullptr;
 
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_stride; }
 };

@@ -3,6 +3,8 @@
 // AMX / AVX-512 instruction can end up in a function another translation unit links to.
 #include "kernels/matmul_amx.h"
 
+#include "kernels/amx_weight_pack.h"
+
 #include <immintrin.h>
 
 #include "gguf/ggml_type.h"
@@ -49,18 +51,18 @@ inline void load_config(const TileConfig* cfg) {
 }
 inline void release_tiles() { __asm__ volatile("tilerelease" ::: "memory"); }
 
-// GEMM tiles: 0, 1 int32 results (16 tokens × 16 rows); 2, 3 activations (16 tokens ×
+// GEMM tiles: 0, 1 int32 results (m tokens × 16 rows); 2, 3 activations (m tokens ×
 // 32 bytes); 4, 5 weights (8 rows of 16 × 4 bytes).
-void config_gemm() {
+void config_gemm(int m) {
   TileConfig cfg;
   zero_config(&cfg);
   cfg.palette = 1;
   for (int t = 0; t < 2; ++t) {
-    cfg.rows[t] = 16;
+    cfg.rows[t] = static_cast<uint8_t>(m);
     cfg.colsb[t] = 64;
   }
   for (int t = 2; t < 4; ++t) {
-    cfg.rows[t] = 16;
+    cfg.rows[t] = static_cast<uint8_t>(m);
     cfg.colsb[t] = 32;
   }
   for (int t = 4; t < 6; ++t) {
@@ -129,11 +131,48 @@ void unpack_group_q8_0(const uint8_t* w, size_t stride, int64_t nb, int64_t rows
   }
 }
 
-// acc[t] += float(c[t]) * (dw * da[t]) for the 16 tokens of one block's result tile.
+// Packed weights (amx_weight_pack.h): `w` is the packed matrix, `stride` its group size,
+// o0 a multiple of 16. Q4_0: each 64-byte packed row gives B-tile rows i (low nibbles) and
+// 4 + i (high nibbles) as 16·(q − 8); the 16 is taken out of the scales (exactly: a power
+// of two). Q8_0: the tiles are copied as they are.
+void unpack_packed_q4_0(const uint8_t* w, size_t stride, int64_t nb, int64_t, int64_t o0, uint8_t* group) {
+  const uint8_t* src = w + static_cast<size_t>(o0 / 16) * stride;
+  const auto* sh = reinterpret_cast<const uint16_t*>(src + nb * 256);
+  float* scales = reinterpret_cast<float*>(group + nb * kBlockTile);
+  const __m512i hi4 = _mm512_set1_epi8(static_cast<char>(0xF0));
+  const __m512 sixteenth = _mm512_set1_ps(1.0f / 16.0f);
+  for (int64_t b = 0; b < nb; ++b) {
+    uint8_t* tile = group + b * kBlockTile;
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      const __m512i x = _mm512_load_si512(src + b * 256 + 64 * i);
+      _mm512_store_si512(tile + 64 * i, _mm512_and_si512(_mm512_slli_epi16(x, 4), hi4));
+      _mm512_store_si512(tile + 64 * (4 + i), _mm512_and_si512(x, hi4));
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sh + 16 * b)));
+    _mm512_store_ps(scales + 16 * b, _mm512_mul_ps(d, sixteenth));
+  }
+}
+
+void unpack_packed_q8_0(const uint8_t* w, size_t stride, int64_t nb, int64_t, int64_t o0, uint8_t* group) {
+  const uint8_t* src = w + static_cast<size_t>(o0 / 16) * stride;
+  const auto* sh = reinterpret_cast<const uint16_t*>(src + nb * 512);
+  float* scales = reinterpret_cast<float*>(group + nb * kBlockTile);
+  for (int64_t b = 0; b < nb; ++b) {
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i)
+      _mm512_store_si512(group + b * kBlockTile + 64 * i, _mm512_load_si512(src + b * 512 + 64 * i));
+    _mm512_store_ps(scales + 16 * b,
+                    _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sh + 16 * b))));
+  }
+}
+
+// acc[t] += float(c[t]) * (dw * da[t]) for the M tokens of one block's result tile.
+template <int M>
 inline void scale_add(const int32_t* c, const float* dw, const float* da, __m512* acc) {
   const __m512 w = _mm512_load_ps(dw);
 #pragma GCC unroll 16
-  for (int t = 0; t < 16; ++t) {
+  for (int t = 0; t < M; ++t) {
     const __m512 s = _mm512_mul_ps(w, _mm512_set1_ps(da[t]));
     acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c + 16 * t)), s, acc[t]);
   }
@@ -148,11 +187,13 @@ inline void scale_add(const int32_t* c, const float* dw, const float* da, __m512
 // B tiles are prefetched this many blocks ahead (+5-10% on K = 1024 shapes, neutral at 3584).
 constexpr int64_t kPrefetchBlocks = 4;
 
+// M: the tile's token rows (the configured tile height; tokens past ntok are zero padding).
+template <int M>
 void group_product(const uint8_t* a, const float* da, const uint8_t* b, const float* dw, int64_t nb, float* y,
                    int64_t ldy, int ntok, __mmask16 rmask, int32_t* cbuf) {
-  __m512 acc[16];
+  __m512 acc[M];
 #pragma GCC unroll 16
-  for (int t = 0; t < 16; ++t) acc[t] = _mm512_setzero_ps();
+  for (int t = 0; t < M; ++t) acc[t] = _mm512_setzero_ps();
   const int64_t steps = (nb + 1) / 2;
   for (int64_t s = 0; s < steps; ++s) {
     const int64_t k = 2 * s;
@@ -175,8 +216,8 @@ void group_product(const uint8_t* a, const float* da, const uint8_t* b, const fl
     }
     if (s > 0) {  // the previous step always had two blocks
       const int32_t* pb = cbuf + ((s - 1) & 1) * 512;
-      scale_add(pb, dw + (k - 2) * 16, da + (k - 2) * 16, acc);
-      scale_add(pb + 256, dw + (k - 1) * 16, da + (k - 1) * 16, acc);
+      scale_add<M>(pb, dw + (k - 2) * 16, da + (k - 2) * 16, acc);
+      scale_add<M>(pb + 256, dw + (k - 1) * 16, da + (k - 1) * 16, acc);
     }
     TANDEM_TILE_STORE(0, cb, 64);
     if (two) TANDEM_TILE_STORE(1, cb + 256, 64);
@@ -184,10 +225,120 @@ void group_product(const uint8_t* a, const float* da, const uint8_t* b, const fl
   if (steps > 0) {
     const int64_t k = 2 * (steps - 1);
     const int32_t* pb = cbuf + ((steps - 1) & 1) * 512;
-    scale_add(pb, dw + k * 16, da + k * 16, acc);
-    if (k + 1 < nb) scale_add(pb + 256, dw + (k + 1) * 16, da + (k + 1) * 16, acc);
+    scale_add<M>(pb, dw + k * 16, da + k * 16, acc);
+    if (k + 1 < nb) scale_add<M>(pb + 256, dw + (k + 1) * 16, da + (k + 1) * 16, acc);
   }
   for (int t = 0; t < ntok; ++t) _mm512_mask_storeu_ps(y + t * ldy, rmask, acc[t]);
+}
+
+// Few tokens (one token group) from packed weights: one 16-row group streamed block by
+// block. The weights are read once, so unpacking them into a panel first would leave the
+// memory idle while the tiles work and the tiles idle while the memory streams; here each
+// step unpacks two blocks ahead into a 4-slot ring (and prefetches further ahead) while
+// the tile unit multiplies the current pair and the vector units scale the previous pair.
+constexpr int64_t kStreamPrefetchBlocks = 16;
+
+template <int M, bool Q4>
+void stream_group(const uint8_t* src, int64_t nb, const uint8_t* a, const float* da, float* y, int64_t ldy, int ntok,
+                  __mmask16 rmask, int32_t* cbuf, uint8_t* ring) {
+  constexpr int64_t tb = Q4 ? 256 : 512;  // packed bytes per block
+  const auto* sh = reinterpret_cast<const uint16_t*>(src + nb * tb);
+  const __m512i hi4 = _mm512_set1_epi8(static_cast<char>(0xF0));
+  const __m512 wscale = _mm512_set1_ps(Q4 ? 1.0f / 16.0f : 1.0f);
+  auto unpack = [&](int64_t blk) {
+    if (blk >= nb) return;
+    const uint8_t* in = src + blk * tb;
+    uint8_t* tile = ring + (blk & 3) * kBlockTile;
+    if (blk + kStreamPrefetchBlocks < nb) {
+#pragma GCC unroll 8
+      for (int l = 0; l < tb / 64; ++l) _mm_prefetch(reinterpret_cast<const char*>(in + kStreamPrefetchBlocks * tb + 64 * l), _MM_HINT_T0);
+    }
+    if constexpr (Q4) {
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+        const __m512i x = _mm512_load_si512(in + 64 * i);
+        _mm512_store_si512(tile + 64 * i, _mm512_and_si512(_mm512_slli_epi16(x, 4), hi4));
+        _mm512_store_si512(tile + 64 * (4 + i), _mm512_and_si512(x, hi4));
+      }
+    } else {
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) _mm512_store_si512(tile + 64 * i, _mm512_load_si512(in + 64 * i));
+    }
+  };
+  auto dw = [&](int64_t blk) {
+    return _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sh + 16 * blk))), wscale);
+  };
+  __m512 acc[M];
+#pragma GCC unroll 16
+  for (int t = 0; t < M; ++t) acc[t] = _mm512_setzero_ps();
+  auto scale = [&](const int32_t* c, __m512 w, const float* dab) {
+#pragma GCC unroll 16
+    for (int t = 0; t < M; ++t) {
+      const __m512 sc = _mm512_mul_ps(w, _mm512_set1_ps(dab[t]));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c + 16 * t)), sc, acc[t]);
+    }
+  };
+  unpack(0);
+  unpack(1);
+  const int64_t steps = (nb + 1) / 2;
+  for (int64_t s = 0; s < steps; ++s) {
+    const int64_t k = 2 * s;
+    int32_t* cb = cbuf + (s & 1) * 512;
+    unpack(k + 2);
+    unpack(k + 3);
+    TANDEM_TILE_ZERO(0);
+    TANDEM_TILE_LOAD(2, a + k * kBlockTile, 32);
+    TANDEM_TILE_LOAD(4, ring + (k & 3) * kBlockTile, 64);
+    TANDEM_TILE_DPBSSD(0, 2, 4);
+    const bool two = k + 1 < nb;
+    if (two) {
+      TANDEM_TILE_ZERO(1);
+      TANDEM_TILE_LOAD(3, a + (k + 1) * kBlockTile, 32);
+      TANDEM_TILE_LOAD(5, ring + ((k + 1) & 3) * kBlockTile, 64);
+      TANDEM_TILE_DPBSSD(1, 3, 5);
+    }
+    if (s > 0) {
+      const int32_t* pb = cbuf + ((s - 1) & 1) * 512;
+      scale(pb, dw(k - 2), da + (k - 2) * 16);
+      scale(pb + 256, dw(k - 1), da + (k - 1) * 16);
+    }
+    TANDEM_TILE_STORE(0, cb, 64);
+    if (two) TANDEM_TILE_STORE(1, cb + 256, 64);
+  }
+  if (steps > 0) {
+    const int64_t k = 2 * (steps - 1);
+    const int32_t* pb = cbuf + ((steps - 1) & 1) * 512;
+    scale(pb, dw(k), da + k * 16);
+    if (k + 1 < nb) scale(pb + 256, dw(k + 1), da + (k + 1) * 16);
+  }
+  for (int t = 0; t < ntok; ++t) _mm512_mask_storeu_ps(y + t * ldy, rmask, acc[t]);
+}
+
+template <int M, bool Q4>
+void stream_packed(const uint8_t* packed, size_t group_bytes, int64_t nb, int64_t r0, int64_t r1, const uint8_t* acts,
+                   int64_t T, float* y, int64_t ldy, uint8_t* ring) {
+  alignas(64) int32_t cbuf[4 * 256];
+  config_gemm(M);
+  const float* da = reinterpret_cast<const float*>(acts + nb * kBlockTile);
+  for (int64_t o0 = r0; o0 < r1; o0 += 16) {
+    const int64_t left = r1 - o0;
+    const __mmask16 rmask = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
+    stream_group<M, Q4>(packed + static_cast<size_t>(o0 / 16) * group_bytes, nb, acts, da, y + o0, ldy,
+                        static_cast<int>(T), rmask, cbuf, ring);
+  }
+  release_tiles();
+}
+
+template <bool Q4>
+void stream_packed_any(const uint8_t* packed, size_t group_bytes, int64_t nb, int64_t r0, int64_t r1,
+                       const uint8_t* acts, int64_t T, float* y, int64_t ldy, uint8_t* ring) {
+  switch (tile_tokens(T)) {
+    case 1: stream_packed<1, Q4>(packed, group_bytes, nb, r0, r1, acts, T, y, ldy, ring); break;
+    case 2: stream_packed<2, Q4>(packed, group_bytes, nb, r0, r1, acts, T, y, ldy, ring); break;
+    case 4: stream_packed<4, Q4>(packed, group_bytes, nb, r0, r1, acts, T, y, ldy, ring); break;
+    case 8: stream_packed<8, Q4>(packed, group_bytes, nb, r0, r1, acts, T, y, ldy, ring); break;
+    default: stream_packed<16, Q4>(packed, group_bytes, nb, r0, r1, acts, T, y, ldy, ring); break;
+  }
 }
 
 // ggml's Q8_0 activation rule, as activation_quant.cpp's to_q8_0 (the test compares the
@@ -217,18 +368,14 @@ inline float quantize_block(__m512 v0, __m512 v1, uint8_t* out) {
 
 using UnpackFn = void (*)(const uint8_t*, size_t, int64_t, int64_t, int64_t, uint8_t*);
 
-void gemm(UnpackFn unpack, const uint8_t* w, size_t stride, int64_t n, int64_t rows, int64_t r0, int64_t r1,
-          const uint8_t* acts, int64_t T, float* y, int64_t ldy, uint8_t* panel) {
-  const int64_t nb = n / kQK;
-  const int64_t groups = groups_of(T);
-  const int64_t rgroups = (r1 - r0 + 15) / 16;
-  const size_t group_bytes = static_cast<size_t>(nb) * (kBlockTile + 64);
-  for (int64_t g = 0; g < rgroups; ++g) unpack(w, stride, nb, rows, r0 + 16 * g, panel + g * group_bytes);
-
+template <int M>
+void run_groups(const uint8_t* acts, int64_t nb, int64_t groups, int64_t T, int64_t r0, int64_t r1,
+                const uint8_t* panel, size_t group_bytes, float* y, int64_t ldy) {
   alignas(64) int32_t cbuf[4 * 256];
-  config_gemm();
+  config_gemm(M);
   const uint8_t* a_codes = acts;
   const float* a_scales = reinterpret_cast<const float*>(acts + groups * nb * kBlockTile);
+  const int64_t rgroups = (r1 - r0 + 15) / 16;
   for (int64_t tg = 0; tg < groups; ++tg) {
     const int ntok = static_cast<int>(T - tg * kTileCols < kTileCols ? T - tg * kTileCols : kTileCols);
     const uint8_t* a = a_codes + tg * nb * kBlockTile;
@@ -238,11 +385,27 @@ void gemm(UnpackFn unpack, const uint8_t* w, size_t stride, int64_t n, int64_t r
       const int64_t left = r1 - o0;
       const __mmask16 rmask = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
       const uint8_t* bg = panel + g * group_bytes;
-      group_product(a, da, bg, reinterpret_cast<const float*>(bg + nb * kBlockTile), nb,
-                    y + tg * kTileCols * ldy + o0, ldy, ntok, rmask, cbuf);
+      group_product<M>(a, da, bg, reinterpret_cast<const float*>(bg + nb * kBlockTile), nb,
+                       y + tg * kTileCols * ldy + o0, ldy, ntok, rmask, cbuf);
     }
   }
   release_tiles();
+}
+
+void gemm(UnpackFn unpack, const uint8_t* w, size_t stride, int64_t n, int64_t rows, int64_t r0, int64_t r1,
+          const uint8_t* acts, int64_t T, float* y, int64_t ldy, uint8_t* panel) {
+  const int64_t nb = n / kQK;
+  const int64_t groups = groups_of(T);
+  const int64_t rgroups = (r1 - r0 + 15) / 16;
+  const size_t group_bytes = static_cast<size_t>(nb) * (kBlockTile + 64);
+  for (int64_t g = 0; g < rgroups; ++g) unpack(w, stride, nb, rows, r0 + 16 * g, panel + g * group_bytes);
+  switch (tile_tokens(T)) {
+    case 1: run_groups<1>(acts, nb, groups, T, r0, r1, panel, group_bytes, y, ldy); break;
+    case 2: run_groups<2>(acts, nb, groups, T, r0, r1, panel, group_bytes, y, ldy); break;
+    case 4: run_groups<4>(acts, nb, groups, T, r0, r1, panel, group_bytes, y, ldy); break;
+    case 8: run_groups<8>(acts, nb, groups, T, r0, r1, panel, group_bytes, y, ldy); break;
+    default: run_groups<16>(acts, nb, groups, T, r0, r1, panel, group_bytes, y, ldy); break;
+  }
 }
 
 }  // namespace
@@ -266,7 +429,8 @@ void pad_q8_tiles(int64_t n, int64_t T, uint8_t* acts) {
   const int64_t nb = n / kQK, groups = groups_of(T);
   const int64_t tg = groups - 1;
   float* scales = reinterpret_cast<float*>(acts + groups * nb * kBlockTile) + tg * nb * 16;
-  for (int64_t t = T; t < groups * kTileCols; ++t) {
+  const int64_t end = T < kTileCols ? tile_tokens(T) : groups * kTileCols;
+  for (int64_t t = T; t < end; ++t) {
     const int64_t r = t % kTileCols;
     for (int64_t b = 0; b < nb; ++b) {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(acts + tg * nb * kBlockTile + b * kBlockTile + r * kQK),
@@ -288,6 +452,19 @@ void gemm_q4_0(const uint8_t* w, size_t stride, int64_t n, int64_t rows, int64_t
 void gemm_q8_0(const uint8_t* w, size_t stride, int64_t n, int64_t rows, int64_t r0, int64_t r1,
                const uint8_t* acts, int64_t T, float* y, int64_t ldy, uint8_t* panel) {
   gemm(unpack_group_q8_0, w, stride, n, rows, r0, r1, acts, T, y, ldy, panel);
+}
+
+void gemm_packed(GgmlType type, const uint8_t* packed, int64_t n, int64_t rows, int64_t r0, int64_t r1,
+                 const uint8_t* acts, int64_t T, float* y, int64_t ldy, uint8_t* panel) {
+  if (T <= kTileCols) {  // one token group: stream the weights (the panel only serves reuse)
+    const int64_t nb = n / kQK;
+    const size_t gb = packed_group_bytes(type, n);
+    if (type == GgmlType::Q4_0) stream_packed_any<true>(packed, gb, nb, r0, r1, acts, T, y, ldy, panel);
+    else stream_packed_any<false>(packed, gb, nb, r0, r1, acts, T, y, ldy, panel);
+    return;
+  }
+  gemm(type == GgmlType::Q4_0 ? unpack_packed_q4_0 : unpack_packed_q8_0, packed, packed_group_bytes(type, n), n, rows,
+       r0, r1, acts, T, y, ldy, panel);
 }
 
 int64_t peak_amx_int8(int64_t iters, int k_bytes) {

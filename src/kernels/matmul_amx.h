@@ -1,4 +1,6 @@
-// AMX (int8 tiles) GEMM for prefill: Q4_0 and Q8_0 weights × Q8_0 activations, T >= 16 columns.
+// AMX (int8 tiles) products: Q4_0 and Q8_0 weights × Q8_0 activations. From the mmap'd
+// ggml rows for T >= 16 columns (prefill); from weights packed at load in tile order
+// (amx_weight_pack.h) for every T, decode and verification included.
 //
 // Exactly the integer block sums of the scalar reference: one TDPBSSD per 32-element block
 // (tile K = 32 bytes), so each 16×16 int32 tile is sumi_b(token, row) of one block; it is
@@ -11,7 +13,8 @@
 //  * activations ("A tiles"): per group of 16 tokens, per block: 16 rows × 32 signed codes
 //    (ggml's Q8_0 codes, as quantize_activation makes them), then per group and block the
 //    16 float scales d_a. Tokens past T are zero (codes and scales).
-//  * weights: the mmap'd ggml blocks are unpacked per task into a per-thread panel of
+//  * weights: the mmap'd ggml blocks (or the packed groups, with a shift and a mask instead
+//    of a gather) are unpacked per task into a per-thread panel of
 //    kPanelRows rows: per 16 rows, per block, the VNNI "B tile" (8 rows of 16 × 4 bytes,
 //    B[k/4][o*4 + k%4] = q(o, k), Q4_0 codes as q − 8), then the 16 float scales d_w; rows
 //    past the matrix are zero. The panel is reused across all token groups.
@@ -22,6 +25,13 @@
 // bound a block tile at ~45 cycles in cache, whatever the pipelining depth. Loop order:
 // token groups outer, row groups inner (the 16×K A tiles stay in L1, the panel in L2,
 // its B tiles prefetched a few blocks ahead).
+//
+// One token group (T <= 16) from packed weights: no panel; each 16-row group streams block
+// by block through a 4-slot ring (unpack two blocks ahead, prefetch 16 ahead) while the
+// tiles multiply, and the A/C tiles have tile_tokens(T) rows. Each weight byte is read once
+// and the per-token work is one tile row: decode runs at the memory's speed and a 1+3
+// verification costs about one decode step. Every (token, row) output accumulates its
+// blocks in the same order whatever T is, so a column is bit for bit its one-token product.
 //
 // Tile state is configured (ldtilecfg through inline asm over the whole 64-byte config:
 // GCC 12's _tile_loadconfig claims to read 8 bytes only, so the config stores can be
@@ -35,16 +45,24 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "gguf/ggml_type.h"
+
 namespace tandem::kernels::amx {
 
 constexpr int kTileCols = 16;   // tokens per A tile (and weight rows per B tile)
 constexpr int kPanelRows = 64;  // weight rows one task unpacks and reuses across all tokens
 
+// Token rows of the A and C tiles for a call with T tokens: T <= 16 rounds up to 1, 2, 4,
+// 8 or 16 (a decode step multiplies 1-row tiles, a 1+3 verification 4-row ones), more
+// tokens use full 16-row tiles.
+constexpr int tile_tokens(int64_t T) { return T >= 16 ? 16 : T > 8 ? 16 : T > 4 ? 8 : T > 2 ? 4 : T > 1 ? 2 : 1; }
+
 // Bytes the A tiles of T tokens × n elements (n a multiple of 32) take.
 size_t q8_tiles_bytes(int64_t n, int64_t T);
 // Quantizes token t (n floats at x) like ggml's Q8_0 into its A-tile slots.
 void pack_q8_tile_column(const float* x, int64_t n, int64_t T, int64_t t, uint8_t* acts);
-// Zeroes the slots of tokens [T, round_up(T, 16)) (call once, after or before packing).
+// Zeroes the slots of the padding tokens the tiles read: [T, tile_tokens(T)) below 16
+// tokens, else [T, round_up(T, 16)) (call once, after or before packing).
 void pad_q8_tiles(int64_t n, int64_t T, uint8_t* acts);
 
 // Bytes of one per-thread weight panel of kPanelRows rows × n elements.
@@ -57,6 +75,11 @@ void gemm_q4_0(const uint8_t* w, size_t stride, int64_t n, int64_t rows, int64_t
                const uint8_t* acts, int64_t T, float* y, int64_t ldy, uint8_t* panel);
 void gemm_q8_0(const uint8_t* w, size_t stride, int64_t n, int64_t rows, int64_t r0, int64_t r1,
                const uint8_t* acts, int64_t T, float* y, int64_t ldy, uint8_t* panel);
+
+// The same product from weights packed at load (amx_weight_pack.h): no gather, so it pays
+// from T = 1 on (decode and verification as well as prefill). r0 must be a multiple of 16.
+void gemm_packed(GgmlType type, const uint8_t* packed, int64_t n, int64_t rows, int64_t r0, int64_t r1,
+                 const uint8_t* acts, int64_t T, float* y, int64_t ldy, uint8_t* panel);
 
 // In-cache int8 ceilings for benchmarks: `iters` rounds of back-to-back products on
 // resident registers; return the number of multiply-accumulates done.

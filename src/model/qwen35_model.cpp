@@ -12,6 +12,7 @@
 #include "kernels/delta_rule.h"
 #include "kernels/elementwise.h"
 #include "kernels/matmul.h"
+#include "runtime/cpu_features.h"
 #include "kernels/norms.h"
 #include "kernels/rope.h"
 
@@ -66,12 +67,36 @@ std::unique_ptr<Qwen35Model> Qwen35Model::load(const std::string& path, int n_th
   m->file_ = GgufFile::open(path);
   m->hp_ = Qwen35HParams::from_gguf(*m->file_);
   m->w_ = Qwen35Weights::load(*m->file_, m->hp_);
+  if (active_cpu_tier() >= CpuTier::Amx) m->pack_for_matrix_path();
   m->pool_ = std::make_unique<ThreadPool>(n_threads);
   m->governor_ = std::make_unique<CpuResourceGovernor>(*m->pool_);
   m->ws_ = std::make_unique<Workspace>();
   m->ws_->kc.pool = m->pool_.get();
   m->ws_->per_thread.reset(new ScratchBuffer[static_cast<size_t>(m->pool_->size())]);
   return m;
+}
+
+void Qwen35Model::pack_for_matrix_path() {
+  // After packing, the ggml rows of a matrix are only read on another tier: their pages
+  // leave the resident set (the file stays the backing store), so the model is not held twice.
+  auto pack = [&](WeightMatrix& W, bool keep_rows) {
+    if (W.data && packed_.pack(W) && !keep_rows)
+      file_->release_pages(W.data, W.row_stride * static_cast<size_t>(W.rows));
+  };
+  auto layer = [&](Qwen35LayerWeights& L) {
+    for (WeightMatrix* W : {&L.ffn_gate, &L.ffn_up, &L.ffn_down, &L.attn_qkv, &L.attn_gate, &L.ssm_beta, &L.ssm_alpha,
+                            &L.ssm_out, &L.attn_q, &L.attn_k, &L.attn_v, &L.attn_output})
+      pack(*W, false);
+  };
+  for (Qwen35LayerWeights& L : w_.layers) layer(L);
+  pack(w_.output, w_.tied);  // tied: the same bytes are the embedding table, looked up by row
+  if (w_.mtp) {
+    Qwen35MtpWeights& M = *w_.mtp;
+    pack(M.eh_proj, false);
+    layer(M.block);
+    if (M.shared_head_head) pack(*M.shared_head_head, M.embed_tokens && M.embed_tokens->data == M.shared_head_head->data);
+    if (M.draft_head) pack(*M.draft_head, false);
+  }
 }
 
 std::unique_ptr<SequenceState> Qwen35Model::new_sequence(int64_t n_ctx) const {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gguf/gguf_file.h"
+#include "kernels/amx_weight_pack.h"
 #include "model/qwen35_hparams.h"
 #include "model/qwen35_weights.h"
 #include "model/sequence_state.h"
@@ -75,6 +76,8 @@ class Qwen35Model {
   const Qwen35Weights& weights() const { return w_; }
   const GgufFile& file() const { return *file_; }
   ThreadPool& pool() { return *pool_; }
+  // Bytes of the weights' AMX tile-order copies (0 unless loaded on the Amx tier).
+  size_t packed_weight_bytes() const { return packed_.bytes(); }
   // Gives the pool's resources back between bursts (idle release, 3 s by default).
   CpuResourceGovernor& governor() { return *governor_; }
 
@@ -108,9 +111,13 @@ class Qwen35Model {
   // kernels::matmul on the workspace's context, honouring ForwardOptions::column_shared.
   void project(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy);
 
+  // On the Amx tier: every Q4_0/Q8_0 matrix gets a tile-order copy (kernels/amx_weight_pack.h).
+  void pack_for_matrix_path();
+
   std::unique_ptr<GgufFile> file_;
   Qwen35HParams hp_;
   Qwen35Weights w_;
+  kernels::amx::PackedWeights packed_;
   std::mutex mu_;  // forward() uses the shared workspace and pool below
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<CpuResourceGovernor> governor_;  // declared after pool_: destroyed first

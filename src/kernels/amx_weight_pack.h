@@ -1,0 +1,61 @@
+// Q4_0 / Q8_0 weights rearranged once, at load, into the AMX "B tile" order.
+//
+// Why: an AMX tile product wants the weights of 16 output rows interleaved four bytes at a
+// time (B[k/4][o*4 + k%4]). Rearranging the mmap'd ggml blocks on every call costs a gather
+// per block, which is cheap only when it is amortised over many tokens (prefill). With the
+// weights stored in tile order, a call with 1..15 tokens (decode, speculative verification)
+// unpacks with a few shifts and masks per 16 row-blocks, so the matrix path serves the
+// vector path's work too: one tile product replaces 16 rows × T columns of AVX-512
+// dot products, and T = 4 costs about what T = 1 costs (matmul_amx.h).
+//
+// Layout (64-byte aligned), per group of 16 rows (rows past the matrix are zero), per
+// 32-element block b (nb = n / 32 blocks):
+//  * Q8_0: the 512-byte B tile itself (8 rows of 16 rows × 4 codes);
+//  * Q4_0: 256 bytes, byte i holding two tile bytes as nibbles: tile row i/64 in its low
+//    nibble, tile row 4 + i/64 in its high nibble, each nibble being (q XOR 8), the 4-bit
+//    two's complement of the code q − 8. Masking a nibble into the high half of a byte
+//    therefore gives the signed value 16·(q − 8) in one AND (high) or shift + AND (low);
+//    the factor 16 is exact and is taken out of the weight scale.
+// then the group's nb × 16 scales d_w as fp16 (as in the file). A group takes
+// packed_group_bytes(type, n) bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "gguf/ggml_type.h"
+
+namespace tandem::kernels {
+struct WeightMatrix;
+}
+
+namespace tandem::kernels::amx {
+
+// Whether weights of this type can be packed (Q4_0, Q8_0).
+bool packable(GgmlType t);
+// Bytes of one 16-row group (a multiple of 64) and of the whole packed matrix.
+size_t packed_group_bytes(GgmlType t, int64_t n);
+size_t packed_bytes(GgmlType t, int64_t rows, int64_t n);
+// Writes the packed form of `rows` ggml rows of n elements (`stride` bytes apart) to out
+// (packed_bytes, 64-byte aligned). Plain C++: callable on any CPU.
+void pack_weights(GgmlType t, const uint8_t* w, size_t stride, int64_t rows, int64_t n, uint8_t* out);
+
+// Owner of the packed copies of a model's matrices. pack() fills W.amx_packed (matmul then
+// takes the AMX path for every T on the Amx tier); the ggml rows stay where they are for the
+// other tiers and for row lookups (tied embeddings).
+class PackedWeights {
+ public:
+  // Packs W when its type has a packed form and it is not packed yet; returns whether it did.
+  bool pack(WeightMatrix& W);
+  size_t bytes() const { return bytes_; }
+  size_t matrices() const { return bufs_.size(); }
+
+ private:
+  struct Free { void operator()(uint8_t* p) const; };
+  std::vector<std::unique_ptr<uint8_t, Free>> bufs_;
+  size_t bytes_ = 0;
+};
+
+}  // namespace tandem::kernels::amx

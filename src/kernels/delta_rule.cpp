@@ -39,9 +39,9 @@ void delta_rule_recurrent_ref(const DeltaRuleInput& in, float* state, float* sna
         }
         o[j] = qs * scale;
       }
-      if (snapshots && t >= snapshot_from)
-        std::memcpy(snapshots + (t - snapshot_from) * sf + static_cast<int64_t>(h) * d * d, S,
-                    static_cast<size_t>(d) * d * sizeof(float));
+      float* snap = in.snapshot_to ? in.snapshot_to[t]
+                                   : snapshots && t >= snapshot_from ? snapshots + (t - snapshot_from) * sf : nullptr;
+      if (snap) std::memcpy(snap + static_cast<int64_t>(h) * d * d, S, static_cast<size_t>(d) * d * sizeof(float));
     }
   }
 }

@@ -39,6 +39,11 @@ struct DeltaRuleInput {
   float* out = nullptr;         // T rows, row stride ldo, H_v heads of d
   int64_t ldo = 0;
   int h_begin = 0, h_end = -1;  // value heads to process ([0, H_v) by default): heads are independent
+  // Recurrent only: where the state after token t goes (a whole state's base; null: not
+  // kept), for t < T. Overrides the snapshots/snapshot_from arguments. Lets one call keep
+  // each state in its own buffer (speculative rollback slots) with every head's state in
+  // cache for all T tokens, instead of one call per token.
+  float* const* snapshot_to = nullptr;
 
   int head_end() const { return h_end < 0 ? H_v : h_end; }
 
@@ -47,7 +52,8 @@ struct DeltaRuleInput {
 
 // Per-token recurrence. Updates state in place. If snapshots is non-null, the state
 // after each token t >= snapshot_from is copied to snapshots + (t - snapshot_from) * state_floats
-// (only the processed heads' part of each snapshot is written).
+// (only the processed heads' part of each snapshot is written); in.snapshot_to, when set,
+// names each token's destination instead.
 void delta_rule_recurrent(const DeltaRuleInput& in, float* state, float* snapshots = nullptr,
                           int64_t snapshot_from = 0);
 void delta_rule_recurrent_ref(const DeltaRuleInput& in, float* state, float* snapshots = nullptr,

@@ -430,9 +430,9 @@ void recurrent_head(const DeltaRuleInput& in, int h, float* S, float* snapshots,
       }
       o[j] = _mm512_reduce_add_ps(_mm512_add_ps(b0, b1)) * scale;
     }
-    if (snapshots && t >= snapshot_from)
-      memcpy(snapshots + (t - snapshot_from) * sf + static_cast<int64_t>(h) * d * d, S,
-             static_cast<size_t>(d) * d * sizeof(float));
+    float* snap = in.snapshot_to ? in.snapshot_to[t]
+                                 : snapshots && t >= snapshot_from ? snapshots + (t - snapshot_from) * sf : nullptr;
+    if (snap) memcpy(snap + static_cast<int64_t>(h) * d * d, S, static_cast<size_t>(d) * d * sizeof(float));
   }
 }
 
@@ -466,9 +466,9 @@ void recurrent_head_any(const DeltaRuleInput& in, int h, float* S, float* snapsh
       }
       o[j] = _mm512_reduce_add_ps(b) * scale;
     }
-    if (snapshots && t >= snapshot_from)
-      memcpy(snapshots + (t - snapshot_from) * sf + static_cast<int64_t>(h) * d * d, S,
-             static_cast<size_t>(d) * d * sizeof(float));
+    float* snap = in.snapshot_to ? in.snapshot_to[t]
+                                 : snapshots && t >= snapshot_from ? snapshots + (t - snapshot_from) * sf : nullptr;
+    if (snap) memcpy(snap + static_cast<int64_t>(h) * d * d, S, static_cast<size_t>(d) * d * sizeof(float));
   }
 }
 

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -219,6 +221,27 @@ TEST(DeltaRule, RecurrentSnapshotsAreThePerTokenStates) {
         EXPECT_LE(rel_diff(got, states[t]), 1e-5) << "state after token " << t;
       }
       EXPECT_LE(rel_diff(out, o_ref), 1e-5) << "outputs with snapshots";
+
+      // The same states through per-token destinations (snapshot_to), some tokens skipped:
+      // bit for bit the contiguous snapshots, and untouched where no destination is given.
+      std::vector<std::vector<float>> slots(c.T, std::vector<float>(sf, -7.0f));
+      std::vector<float*> to(c.T, nullptr);
+      for (int64_t t = 0; t < c.T; ++t)
+        if (t >= from && t != c.T - 1) to[t] = slots[t].data();
+      DeltaRuleInput in2 = input_of(c, out.data());
+      in2.snapshot_to = to.data();
+      std::vector<float> S2 = c.state0;
+      delta_rule_recurrent(in2, S2.data());
+      EXPECT_EQ(S2, S) << "final state with snapshot_to";
+      for (int64_t t = 0; t < c.T; ++t) {
+        if (to[t]) {
+          EXPECT_TRUE(std::equal(slots[t].begin(), slots[t].end(), snaps.begin() + (t - from) * sf))
+              << "snapshot_to state after token " << t;
+        } else {
+          EXPECT_TRUE(std::all_of(slots[t].begin(), slots[t].end(), [](float x) { return x == -7.0f; }))
+              << "token " << t << " has no destination but was written";
+        }
+      }
     }
   }
 }

@@ -32,6 +32,7 @@ struct Qwen35Model::Workspace {
   std::vector<float> conv_tmp;
   std::vector<float> rope_cs;
   std::vector<int64_t> ends;         // segment ends of the delta rule
+  std::vector<float*> snapshot_to;   // per token of a per-token segment: its rollback slot or null
   std::vector<float> cat;            // MTP: [normed embedding ; normed hidden], T x 2*n_embd
   KernelContext kc;                   // matmul threads and converted activations
   bool column_shared = true;          // ForwardOptions::column_shared of the running pass
@@ -44,6 +45,25 @@ template <typename T>
 T* sized(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
   return v.data();
+}
+
+// Resizes a list of state buffers without freeing any (see ForwardOutput::spare_states).
+void resize_states(std::vector<RecurrentCheckpoint>& v, size_t n, std::vector<RecurrentCheckpoint>& spare,
+                   size_t floats) {
+  while (v.size() > n) {
+    spare.push_back(std::move(v.back()));
+    v.pop_back();
+  }
+  while (v.size() < n) {
+    if (spare.empty()) {
+      v.emplace_back();
+    } else {
+      v.push_back(std::move(spare.back()));
+      spare.pop_back();
+    }
+  }
+  for (RecurrentCheckpoint& c : v)
+    if (c.data.size() != floats) c.data.resize(floats);
 }
 
 }  // namespace
@@ -165,8 +185,8 @@ void Qwen35Model::mtp_forward(MtpState& st, std::span<const int32_t> tokens, con
   for (int64_t t = 0; t < T; ++t) rms_norm(x + t * n_embd, norm.data(), hn + t * n_embd, n_embd, hp_.rms_eps);
   out.hidden.assign(hn, hn + T * n_embd);
   out.logit_positions.clear();
-  out.cut_states.clear();
-  out.rollback_states.clear();
+  resize_states(out.cut_states, 0, out.spare_states, 0);
+  resize_states(out.rollback_states, 0, out.spare_states, 0);
   if (logits == LogitsMode::None) {
     out.logits.clear();
     return;
@@ -210,17 +230,13 @@ void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, co
   Workspace& ws = *ws_;
   ws.column_shared = opt.column_shared;
   out.n_vocab = hp_.n_vocab;
-  out.cut_states.resize(rel_cuts.size());
-  for (size_t i = 0; i < rel_cuts.size(); ++i) {
-    out.cut_states[i].pos = pos0 + rel_cuts[i];
-    out.cut_states[i].data.resize(static_cast<size_t>(st.recurrent_floats()));
-  }
+  const size_t floats = static_cast<size_t>(st.recurrent_floats());
+  resize_states(out.cut_states, rel_cuts.size(), out.spare_states, floats);
+  for (size_t i = 0; i < rel_cuts.size(); ++i) out.cut_states[i].pos = pos0 + rel_cuts[i];
   const int64_t n_rb = std::min<int64_t>(opt.rollback_states, T);
-  out.rollback_states.resize(static_cast<size_t>(n_rb));
-  for (int64_t s = 0; s < n_rb; ++s) {
-    out.rollback_states[s].pos = pos0 + T - s;
-    out.rollback_states[s].data.resize(static_cast<size_t>(st.recurrent_floats()));
-  }
+  resize_states(out.rollback_states, static_cast<size_t>(n_rb), out.spare_states, floats);
+  for (int64_t s = 0; s < n_rb; ++s) out.rollback_states[s].pos = pos0 + T - s;
+  if (n_rb > 0 && !opt.rollback_live) out.rollback_states[0].pos = -1;
 
   // Token embeddings (get_rows: one dequantized row per token).
   float* x = sized(ws.x, T * n_embd);
@@ -300,8 +316,9 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
   for (size_t i = 0; i < rel_cuts.size(); ++i)
     conv_state_after(mixed, conv_dim, rel_cuts[i], conv_dim, K, conv_state, out.cut_states[i].data.data() + conv_off);
   for (size_t s = 0; s < out.rollback_states.size(); ++s)
-    conv_state_after(mixed, conv_dim, T - static_cast<int64_t>(s), conv_dim, K, conv_state,
-                     out.rollback_states[s].data.data() + conv_off);
+    if (out.rollback_states[s].pos >= 0)  // pos -1: the live state's slot, not kept
+      conv_state_after(mixed, conv_dim, T - static_cast<int64_t>(s), conv_dim, K, conv_state,
+                       out.rollback_states[s].data.data() + conv_off);
   float* conv_tmp = sized(ws.conv_tmp, static_cast<size_t>(st.conv_floats()));
   conv_state_after(mixed, conv_dim, T, conv_dim, K, conv_state, conv_tmp);
   std::memcpy(conv_state, conv_tmp, static_cast<size_t>(st.conv_floats()) * sizeof(float));
@@ -340,7 +357,7 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
   in.ldo = vdim;
   auto save_rollback = [&](int64_t after_tokens, const float* state) {
     const int64_t slot = T - after_tokens;
-    if (K_rb > 0 && slot >= 0 && slot < K_rb)
+    if (K_rb > 0 && slot >= 0 && slot < K_rb && out.rollback_states[static_cast<size_t>(slot)].pos >= 0)
       std::memcpy(out.rollback_states[slot].data.data() + ssm_off, state, sf * sizeof(float));
   };
   int64_t s = 0;
@@ -354,35 +371,28 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
     in.beta = beta + s * H_v;
     in.out = o + s * vdim;
     if (s >= tail || !chunked) {
-      const int64_t snap_from = std::max<int64_t>(T - K_rb, s) - s;  // first token whose state we keep
-      const bool snap = K_rb > 0 && snap_from < in.T;
-      // Value heads are independent: one task per head. Tokens [0, snap_from) in one call;
-      // then, when states are kept, one call per token whose snapshot goes straight into its
-      // rollback slot (one write per state, no staging buffer: this traffic is what makes a
-      // verification pass dearer than the decode steps it replaces).
-      auto run = [&](int64_t t0, int64_t t1, float* snapshot) {
-        DeltaRuleInput part = in;
-        part.T = t1 - t0;
-        part.q = in.q + t0 * conv_dim;
-        part.k = in.k + t0 * conv_dim;
-        part.v = in.v + t0 * conv_dim;
-        part.g = in.g + t0 * H_v;
-        part.beta = in.beta + t0 * H_v;
-        part.out = in.out + t0 * vdim;
-        pool_->parallel_for(H_v, [&](int64_t h, int) {
-          DeltaRuleInput one = part;
-          one.h_begin = static_cast<int>(h);
-          one.h_end = static_cast<int>(h) + 1;
-          delta_rule_recurrent(one, ssm, snapshot, 0);
-        });
-      };
-      if (!snap) {
-        run(0, in.T, nullptr);
-      } else {
-        if (snap_from > 0) run(0, snap_from, nullptr);
-        for (int64_t t = snap_from; t < in.T; ++t)
-          run(t, t + 1, out.rollback_states[static_cast<size_t>(T - (s + t + 1))].data.data() + ssm_off);
+      // Value heads are independent: one task per head runs all of the segment's tokens,
+      // its d x d state staying in that core's cache. The state after each token whose
+      // rollback slot is kept goes straight into that slot (snapshot_to): one write per
+      // kept state, no staging buffer and no per-token pass over the heads.
+      std::vector<float*>& dst = ws.snapshot_to;
+      dst.assign(static_cast<size_t>(in.T), nullptr);
+      bool any = false;
+      for (int64_t t = 0; t < in.T; ++t) {
+        const int64_t slot = T - (s + t + 1);
+        if (slot < K_rb && out.rollback_states[static_cast<size_t>(slot)].pos >= 0) {
+          dst[static_cast<size_t>(t)] = out.rollback_states[static_cast<size_t>(slot)].data.data() + ssm_off;
+          any = true;
+        }
       }
+      DeltaRuleInput part = in;
+      part.snapshot_to = any ? dst.data() : nullptr;
+      pool_->parallel_for(H_v, [&](int64_t h, int) {
+        DeltaRuleInput one = part;
+        one.h_begin = static_cast<int>(h);
+        one.h_end = static_cast<int>(h) + 1;
+        delta_rule_recurrent(one, ssm);
+      });
     } else {
       pool_->parallel_for(H_v, [&](int64_t h, int thread) {
         DeltaRuleInput one = in;

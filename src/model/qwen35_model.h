@@ -37,6 +37,10 @@ struct ForwardOptions {
   // K > 0: return the states after each of the last K tokens (speculative rollback). With
   // the chunked algorithm only the last K-1 tokens run per token.
   int rollback_states = 0;
+  // false: slot 0 (the state after the last token, which is the live state the sequence
+  // holds anyway) is not copied; it is returned with pos = -1. A verification pass only
+  // ever rolls back to slots 1..k, so it saves one full state write per pass.
+  bool rollback_live = true;
   // Multi-column products share each weight read across the T columns (kernels/matmul.h).
   // false: every column runs as its own one-column product (a switch for the verification
   // benchmark, docs/speculation.md; the numbers are the same).
@@ -49,6 +53,9 @@ struct ForwardOutput {
   std::vector<float> hidden;            // T x n_embd when requested
   std::vector<RecurrentCheckpoint> cut_states;       // one per cut, in order
   std::vector<RecurrentCheckpoint> rollback_states;  // slot s = after token T-1-s; min(K, T) slots
+  // State buffers of earlier passes kept for later ones: passes whose K or number of cuts
+  // varies (drafts cut short by the probability floor) allocate nothing after the first.
+  std::vector<RecurrentCheckpoint> spare_states;
   int64_t n_vocab = 0;
 
   const float* logits_row(size_t i) const { return logits.data() + i * static_cast<size_t>(n_vocab); }

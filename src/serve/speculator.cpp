@@ -220,6 +220,7 @@ void Speculator::step(int32_t last, TokenPicker& picker, SpecStep& out, const Sp
   vopt_.logits = k > 0 ? LogitsMode::All : LogitsMode::Last;
   vopt_.hidden = cfg_.enabled;
   vopt_.rollback_states = k > 0 ? static_cast<int>(T) : 0;
+  vopt_.rollback_live = false;  // accepting every draft keeps the live state: slot 0 is never used
   // Every token per token, as k + 1 decode steps would run them: the rows' logits are then
   // bit-identical to plain decoding (Auto would run the first token as a one-token chunk).
   vopt_.gdn = GdnAlgorithm::Recurrent;

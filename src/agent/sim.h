@@ -21,7 +21,7 @@
 namespace tandem::agent {
 
 // The serving settings that change counts: what tandem-server's flags set, with its defaults
-// (divergence, min-gap 32, consolidation on, 8 checkpoints, 512 MiB prompt cache, 4096 tokens).
+// (divergence, min-gap 8, consolidation on, 8 checkpoints, 512 MiB prompt cache, 4096 tokens).
 struct ServeSettings {
   ServeSettings() { slot.batch.consolidate = true; }
   std::string name;
@@ -40,7 +40,7 @@ ServeSettings parse_serve_flags(const std::vector<std::string>& args, ServeSetti
 // "name: flags" (the replay's --config syntax); the name defaults to the flags.
 ServeSettings parse_config(const std::string& spec, ServeSettings base = {});
 std::vector<std::string> split_args(const std::string& s);
-// A short description: "divergence min_gap=32 consolidate ckpt=8 cache=512MiB".
+// A short description: "divergence min_gap=8 consolidate ckpt=8 cache=512MiB".
 std::string describe(const ServeSettings& s);
 
 // Replays the requests on a fresh dry-run slot of this model's shapes (the model's checkpoint and

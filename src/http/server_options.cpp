@@ -41,7 +41,7 @@ ServerOptions default_server_options() {
   o.engine.slot.batch.consolidate = true;
   o.engine.cache_ram_mib = 512;
   o.engine.policy.kind = serve::PolicyKind::Divergence;
-  o.engine.policy.divergence.min_gap = 32;
+  o.engine.policy.divergence.min_gap = 8;
   return o;
 }
 
@@ -105,7 +105,7 @@ OpenAI-compatible (/v1/chat/completions) and llama.cpp-compatible (/completion) 
   --ctx-checkpoints N          checkpoints per slot (default 8)
   --cache-ram MIB              host prompt cache budget, 0 = off (default 512)
   --checkpoint-policy P        stock | marconi | divergence (default divergence)
-  --min-gap N                  divergence: least L - R for a divergence checkpoint (default 32)
+  --min-gap N                  divergence: least L - R for a divergence checkpoint (default 8)
   --consolidate-batches on|off one tail cut at N - n_ubatch instead of two (default on)
   -b, --n-batch N              logical batch (default 2048)
   -ub, --n-ubatch N            micro-batch = one pass (default 512)

@@ -27,7 +27,7 @@ struct ServerOptions {
 };
 
 // Defaults as documented (ctx-size 4096, parallel 1, queue 64, ctx-checkpoints 8, cache-ram 512,
-// divergence, min-gap 32, consolidation on, n-batch 2048, n-ubatch 512).
+// divergence, min-gap 8, consolidation on, n-batch 2048, n-ubatch 512).
 ServerOptions default_server_options();
 // args excludes the program name. Throws std::invalid_argument naming the flag.
 ServerOptions parse_server_args(const std::vector<std::string>& args);

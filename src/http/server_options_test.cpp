@@ -15,7 +15,7 @@ TEST(ServerOptions, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(o.engine.slot.ctx_checkpoints, 8);
   EXPECT_EQ(o.engine.cache_ram_mib, 512u);
   EXPECT_EQ(o.engine.policy.kind, serve::PolicyKind::Divergence);
-  EXPECT_EQ(o.engine.policy.divergence.min_gap, 32);
+  EXPECT_EQ(o.engine.policy.divergence.min_gap, 8);
   EXPECT_TRUE(o.engine.slot.batch.consolidate);
   EXPECT_EQ(o.engine.slot.batch.n_batch, 2048);
   EXPECT_EQ(o.engine.slot.batch.n_ubatch, 512);

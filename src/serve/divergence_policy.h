@@ -4,8 +4,11 @@
 // extra pass), or, with split_pass, by ending a batch at L as an NPU backend must. At most
 // one such checkpoint per request; later requests reuse it through the normal restore rule.
 //
-// min_gap comes from the cost model (per-pass cost / per-token cost plus the copy) and must be
-// calibrated per device, hence a setting. Eviction is stock's oldest-first; thinning is off by
+// min_gap comes from the cost model and must be calibrated per device, hence a setting: a
+// checkpoint that needs its own pass is worth it past (b + c) / a tokens (the paper's NPU: 32);
+// one taken inside the pass that crosses L costs only the copy, c / a. On the development CPU
+// (`tandem-sim calibrate`, docs/agent.md) c / a = 6.7 and (b + c) / a = 11.9 tokens, and the
+// predicted step latency is lowest from min_gap 8 down (`tandem-sim sweep`): the default is 8. Eviction is stock's oldest-first; thinning is off by
 // default because it would drop the previous request's divergence checkpoint as soon as the
 // next one is made, which is exactly the checkpoint the next step of an episode reuses.
 #pragma once
@@ -16,7 +19,7 @@
 namespace tandem::serve {
 
 struct DivergenceOptions {
-  int64_t min_gap = 32;
+  int64_t min_gap = 8;
   bool split_pass = false;
   StockRules rules;
   int64_t thin_span = 0;

@@ -29,7 +29,14 @@ Json serving_json(const serve::EngineSnapshot& s, const serve::EngineConfig& c) 
               {"n_ubatch", c.slot.batch.n_ubatch},
               {"n_ctx", c.n_ctx},
               {"parallel", c.n_parallel},
-              {"queue", c.queue_max}};
+              {"queue", c.queue_max},
+              {"speculation", Json{{"enabled", c.speculation.enabled},
+                                   {"draft_max", c.speculation.draft_max},
+                                   {"draft_min", c.speculation.draft_min},
+                                   {"draft_p_min", c.speculation.p_min},
+                                   {"rollback_aware_prefill", c.speculation.rollback_aware_prefill},
+                                   {"column_shared_verify", c.speculation.column_shared_verify},
+                                   {"trimmed_head", c.speculation.trimmed_head}}}};
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "http/server_options.h"
 
+#include <cerrno>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace tandem::http {
@@ -25,6 +27,15 @@ bool to_on_off(const std::string& flag, const std::string& v) {
   if (v == "on" || v == "1" || v == "true") return true;
   if (v == "off" || v == "0" || v == "false") return false;
   throw std::invalid_argument(flag + ": expected on or off, got '" + v + "'");
+}
+
+float to_probability(const std::string& flag, const std::string& v) {
+  char* end = nullptr;
+  errno = 0;
+  const double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || errno != 0 || !(x >= 0.0 && x <= 1.0))
+    throw std::invalid_argument(flag + ": expected a probability in [0, 1], got '" + v + "'");
+  return static_cast<float>(x);
 }
 
 }  // namespace
@@ -76,11 +87,21 @@ ServerOptions parse_server_args(const std::vector<std::string>& args) {
     else if (a == "--consolidate-batches") o.engine.slot.batch.consolidate = to_on_off(a, next());
     else if (a == "-b" || a == "--n-batch" || a == "--batch-size") o.engine.slot.batch.n_batch = to_int(a, next(), 1, kBig);
     else if (a == "-ub" || a == "--n-ubatch" || a == "--ubatch-size") o.engine.slot.batch.n_ubatch = to_int(a, next(), 1, kBig);
+    else if (a == "--spec") o.engine.speculation.enabled = to_on_off(a, next());
+    else if (a == "--draft-max") o.engine.speculation.draft_max = static_cast<int>(to_int(a, next(), 1, 16));
+    else if (a == "--draft-min") o.engine.speculation.draft_min = static_cast<int>(to_int(a, next(), 0, 16));
+    else if (a == "--draft-p-min") o.engine.speculation.p_min = to_probability(a, next());
+    else if (a == "--spec-rollback-aware") o.engine.speculation.rollback_aware_prefill = to_on_off(a, next());
+    else if (a == "--spec-column-shared") o.engine.speculation.column_shared_verify = to_on_off(a, next());
+    else if (a == "--spec-trimmed-head") o.engine.speculation.trimmed_head = to_on_off(a, next());
     else if (a == "-h" || a == "--help") o.help = true;
     else throw std::invalid_argument("unknown argument '" + a + "' (see --help)");
   }
   if (o.help) return o;
   if (o.model_path.empty()) throw std::invalid_argument("-m MODEL.gguf is required");
+  if (o.engine.speculation.draft_min > o.engine.speculation.draft_max)
+    throw std::invalid_argument("--draft-min (" + std::to_string(o.engine.speculation.draft_min) +
+                                ") must not exceed --draft-max (" + std::to_string(o.engine.speculation.draft_max) + ")");
   if (o.engine.slot.batch.n_ubatch > o.engine.slot.batch.n_batch)
     throw std::invalid_argument("--n-ubatch (" + std::to_string(o.engine.slot.batch.n_ubatch) + ") must not exceed --n-batch (" +
                                 std::to_string(o.engine.slot.batch.n_batch) + ")");
@@ -116,6 +137,15 @@ OpenAI-compatible (/v1/chat/completions) and llama.cpp-compatible (/completion) 
                                when that device is writable; closed on release (default off)
   --log-requests FILE          append one JSON line per request (all serving numbers, token ids)
   --cpu-path T                 kernel tier: scalar | avx2 | avx512 | amx (default: the best available)
+  --spec on|off                speculative decoding with the model's MTP head (default off; output
+                               unchanged, docs/speculation.md)
+  --draft-max N                drafts per step, k (default 3)
+  --draft-min N                fewer drafts than this: a plain step (default 0)
+  --draft-p-min P              stop drafting below this draft probability (default 0)
+  --spec-rollback-aware on|off prompt passes keep k+1 states with a per-token tail only (default on;
+                               off: the stock way, the whole pass per token)
+  --spec-column-shared on|off  verify all drafts in one column-shared pass (default on)
+  --spec-trimmed-head on|off   draft over the file's trimmed draft head when present (default on)
   -h, --help                   this text
 
 Endpoints: POST /v1/chat/completions, POST /completion, GET /health, GET /slots, GET /metrics,

@@ -71,6 +71,7 @@ struct Engine::SlotRun {
   GenerationResult result;
   int32_t last = -1;
   bool prefilled = false;
+  std::vector<int32_t> spec_tokens;  // one speculative step's tokens, emitted in order
   Clock::time_point assigned, prefill_end, last_token;
 };
 
@@ -84,6 +85,8 @@ Engine::Engine(Qwen35Model& model, const text::Tokenizer& tok, EngineConfig cfg)
   if (tok_.n_vocab() > model_.hparams().n_vocab)
     throw std::invalid_argument("the tokenizer has " + std::to_string(tok_.n_vocab()) + " tokens, the model's embedding " +
                                 std::to_string(model_.hparams().n_vocab) + " rows");
+  if (cfg_.speculation.enabled && !model_.has_mtp())
+    throw std::invalid_argument("speculation: the model file has no MTP block (nextn_predict_layers = 0)");
   live_.policy = cfg_.policy;
   live_.consolidate = cfg_.slot.batch.consolidate;
   live_.ctx_checkpoints = cfg_.slot.ctx_checkpoints;
@@ -93,6 +96,7 @@ Engine::Engine(Qwen35Model& model, const text::Tokenizer& tok, EngineConfig cfg)
     s->id = i;
     s->slot = std::make_unique<Slot>(std::make_unique<ModelBackend>(model_, cfg_.n_ctx), make_policy(cfg_.policy), cfg_.slot);
     if (cfg_.cache_ram_mib > 0) s->slot->set_prompt_cache(&cache_);
+    if (cfg_.speculation.enabled) s->slot->enable_speculation(cfg_.speculation);
     slots_.push_back(std::move(s));
     slot_snap_.emplace_back();
     refresh_locked(*slots_.back());
@@ -191,6 +195,7 @@ EngineSnapshot Engine::snapshot() const {
     s.consolidate = live_.consolidate;
     s.ctx_checkpoints = live_.ctx_checkpoints;
     s.timeout_ms = live_.timeout_ms;
+    s.speculation = cfg_.speculation;
   }
   s.governor = model_.governor().stats();
   return s;
@@ -330,6 +335,8 @@ void Engine::step(SlotRun& s) {
   try {
     if (!s.prefilled) {
       start(s);
+    } else if (s.slot->speculator()) {
+      decode_speculative(s);
     } else {
       const std::span<const float> logits = s.slot->decode(s.last);
       emit(s, s.sampler->sample(logits));
@@ -368,10 +375,43 @@ void Engine::start(SlotRun& s) {
   emit(s, s.sampler->sample(rep.logits));
 }
 
-void Engine::emit(SlotRun& s, int32_t token) {
+namespace {
+
+// The speculator's view of a request's sampler: every verified row is drawn exactly as a
+// plain decode step would draw it (same distribution, same random stream, same penalties).
+class SamplerPicker final : public TokenPicker {
+ public:
+  explicit SamplerPicker(text::Sampler& s) : s_(s) {}
+  int32_t pick(std::span<const float> logits) override { return s_.sample(logits); }
+  void accept(int32_t token) override { s_.accept(token); }
+
+ private:
+  text::Sampler& s_;
+};
+
+}  // namespace
+
+// One speculative step: the last token plus up to draft_max drafts in one verified pass; the
+// accepted drafts and the next token are emitted in order (the request may end in between).
+void Engine::decode_speculative(SlotRun& s) {
+  const GenerationParams& gp = s.p->req.params;
+  int64_t left = std::numeric_limits<int64_t>::max();
+  if (gp.n_predict > 0) left = gp.n_predict - static_cast<int64_t>(s.result.output.size());
+  const std::span<const int32_t> stops =
+      gp.ignore_eos ? std::span<const int32_t>() : std::span<const int32_t>(tok_.vocab().eog_ids());
+  SamplerPicker picker(*s.sampler);
+  const std::span<const int32_t> toks = s.slot->decode_speculative(s.last, picker, std::max<int64_t>(1, left), stops);
+  s.spec_tokens.assign(toks.begin(), toks.end());
+  for (int32_t t : s.spec_tokens) {
+    emit(s, t, /*accepted=*/true);
+    if (s.phase == SlotPhase::Idle) break;
+  }
+}
+
+void Engine::emit(SlotRun& s, int32_t token, bool accepted) {
   const GenerationParams& gp = s.p->req.params;
   Generation& gen = *s.p->gen;
-  s.sampler->accept(token);
+  if (!accepted) s.sampler->accept(token);
   s.result.output.push_back(token);
   s.last = token;
   s.last_token = Clock::now();

@@ -33,6 +33,7 @@
 #include "serve/prompt_cache.h"
 #include "serve/request_totals.h"
 #include "serve/slot.h"
+#include "serve/speculator.h"
 #include "text/sampler.h"
 #include "text/tokenizer.h"
 
@@ -46,6 +47,15 @@ struct EngineConfig {
   SlotConfig slot;           // batch sizes, consolidation, ctx_checkpoints
   PolicyConfig policy;
   size_t cache_ram_mib = 512;  // host prompt cache shared by the slots; 0: none
+  // Speculative decoding with the model's MTP head (docs/speculation.md): off unless enabled.
+  // Every slot then drafts draft_max tokens per step and verifies them in one pass; the output
+  // is token for token what plain decoding gives (greedy, or the same sampler draws).
+  SpecConfig speculation = off_speculation();
+  static SpecConfig off_speculation() {
+    SpecConfig c;
+    c.enabled = false;
+    return c;
+  }
 };
 
 struct GenerationParams {
@@ -112,6 +122,7 @@ struct EngineSnapshot {
   bool consolidate = false;
   int ctx_checkpoints = 0;
   int64_t timeout_ms = 0;
+  SpecConfig speculation;
 };
 
 class Engine {
@@ -161,7 +172,9 @@ class Engine {
   int pick_slot_locked(const Pending& p) const;
   void step(SlotRun& s);
   void start(SlotRun& s);
-  void emit(SlotRun& s, int32_t token);
+  // accepted: the sampler already recorded the token (a speculative step's picker did).
+  void emit(SlotRun& s, int32_t token, bool accepted = false);
+  void decode_speculative(SlotRun& s);
   void finish(SlotRun& s, FinishReason reason, std::string error = {});
   void refresh_locked(SlotRun& s);  // scheduler thread (or the constructor), mu_ held
   void complete(const EngineRequest& req, Generation& gen, GenerationResult&& r);

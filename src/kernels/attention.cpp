@@ -17,6 +17,39 @@ void attention_causal(const AttentionInput& in, ScratchBuffer& scratch) {
   attention_causal_ref(in, scratch);
 }
 
+void attention_rows(const AttentionRows& rows, int head_dim, float scale, const float* k_cache, const float* v_cache,
+                    int64_t kv_stride, ScratchBuffer& scratch) {
+  if (active_cpu_tier() >= CpuTier::Avx512Vnni && head_dim % 16 == 0) {
+    int64_t longest = 0;
+    for (int r = 0; r < rows.n; ++r) longest = rows.n_kv[r] > longest ? rows.n_kv[r] : longest;
+    float* scores = scratch.get_as<float>(static_cast<size_t>(rows.n) * static_cast<size_t>(longest));
+    avx512::attention_rows(rows.n, rows.q, rows.out, rows.n_kv, head_dim, scale, k_cache, v_cache, kv_stride, scores);
+    return;
+  }
+  attention_rows_ref(rows, head_dim, scale, k_cache, v_cache, kv_stride, scratch);
+}
+
+void attention_rows_ref(const AttentionRows& rows, int head_dim, float scale, const float* k_cache,
+                        const float* v_cache, int64_t kv_stride, ScratchBuffer& scratch) {
+  for (int r = 0; r < rows.n; ++r) {
+    AttentionInput in;
+    in.n_head = 1;
+    in.n_head_kv = 1;
+    in.head_dim = head_dim;
+    in.T = 1;
+    in.pos0 = rows.n_kv[r] - 1;
+    in.scale = scale;
+    in.q = rows.q[r];
+    in.ldq = head_dim;
+    in.k_cache = k_cache;
+    in.v_cache = v_cache;
+    in.kv_stride = kv_stride;
+    in.out = rows.out[r];
+    in.ldo = head_dim;
+    attention_causal_ref(in, scratch);
+  }
+}
+
 void attention_causal_ref(const AttentionInput& in, ScratchBuffer& scratch) {
   const int hd = in.head_dim;
   const int group = in.n_head / in.n_head_kv;

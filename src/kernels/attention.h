@@ -24,6 +24,22 @@ struct AttentionInput {
   int64_t ldo = 0;
 };
 
+// Query rows that share one KV head: the heads of a GQA group, for a few consecutive tokens.
+// Each K and V row of the cache is read once for all of them (per row: scores, softmax, the
+// weighted V sum, as attention_causal computes a row, in the same order: the results are
+// bit for bit those of attention_causal). Row r sees cache positions [0, n_kv[r]).
+struct AttentionRows {
+  static constexpr int kMax = 16;
+  int n = 0;
+  const float* q[kMax] = {};  // head_dim floats each
+  float* out[kMax] = {};      // head_dim floats each
+  int64_t n_kv[kMax] = {};
+};
+void attention_rows(const AttentionRows& rows, int head_dim, float scale, const float* k_cache, const float* v_cache,
+                    int64_t kv_stride, ScratchBuffer& scratch);
+void attention_rows_ref(const AttentionRows& rows, int head_dim, float scale, const float* k_cache,
+                        const float* v_cache, int64_t kv_stride, ScratchBuffer& scratch);
+
 // Dispatches by CPU tier (AVX-512 when head_dim is a multiple of 16).
 void attention_causal(const AttentionInput& in, ScratchBuffer& scratch);
 // The plain scalar version every tier is tested against.

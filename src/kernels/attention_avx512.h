@@ -11,4 +11,8 @@ void attention_causal(int n_head, int n_head_kv, int head_dim, int64_t T, int64_
                       int64_t ldq, const float* k_cache, const float* v_cache, int64_t kv_stride, float* out,
                       int64_t ldo, float* scores);
 
+// Grouped rows (kernels/attention.h, AttentionRows); scores: n × max(n_kv) floats.
+void attention_rows(int n, const float* const* q, float* const* out, const int64_t* n_kv, int hd, float scale,
+                    const float* k_cache, const float* v_cache, int64_t kv_stride, float* scores);
+
 }  // namespace tandem::kernels::avx512

@@ -451,28 +451,29 @@ void Qwen35Model::attention_layer(const Qwen35LayerWeights& L, float* kc, float*
     std::memcpy(vc + (pos0 + t) * kvd, v + t * kvd, kvd * sizeof(float));
   }
 
-  // The query heads are interleaved with their gates, so each (token, head) row is
-  // attended on its own, against the KV head of its group.
+  // One task per KV head and a few consecutive tokens: its query rows (the group's heads,
+  // interleaved with their gates in qg, for those tokens) share every K/V row read.
   float* o = sized(ws.o, T * nh * hd);
   const int group = nh / nkv;
-  pool_->parallel_for(T * nh, [&](int64_t task, int thread) {
-      const int64_t t = task / nh;
-      const int h = static_cast<int>(task % nh);
-      AttentionInput in;
-      in.n_head = 1;
-      in.n_head_kv = 1;
-      in.head_dim = hd;
-      in.T = 1;
-      in.pos0 = pos0 + t;
-      in.scale = 1.0f / std::sqrt(static_cast<float>(hd));
-      in.q = qg + t * qdim + static_cast<int64_t>(h) * 2 * hd;
-      in.ldq = qdim;
-      in.k_cache = kc + static_cast<int64_t>(h / group) * hd;
-      in.v_cache = vc + static_cast<int64_t>(h / group) * hd;
-      in.kv_stride = kvd;
-      in.out = o + t * nh * hd + static_cast<int64_t>(h) * hd;
-      in.ldo = nh * hd;
-      attention_causal(in, ws.per_thread[thread]);
+  const int hc = std::min(group, AttentionRows::kMax);      // heads per task
+  const int64_t tb = std::max(1, AttentionRows::kMax / hc);  // tokens per task
+  const int head_chunks = (group + hc - 1) / hc;
+  const int64_t token_blocks = (T + tb - 1) / tb;
+  pool_->parallel_for(token_blocks * nkv * head_chunks, [&](int64_t task, int thread) {
+    const int64_t t0 = (task / (nkv * head_chunks)) * tb;
+    const int g = static_cast<int>(task / head_chunks % nkv);
+    const int h0 = g * group + static_cast<int>(task % head_chunks) * hc;
+    const int h1 = std::min(h0 + hc, (g + 1) * group);
+    AttentionRows rows;
+    for (int64_t t = t0; t < std::min(T, t0 + tb); ++t)
+      for (int h = h0; h < h1; ++h) {
+        rows.q[rows.n] = qg + t * qdim + static_cast<int64_t>(h) * 2 * hd;
+        rows.out[rows.n] = o + t * nh * hd + static_cast<int64_t>(h) * hd;
+        rows.n_kv[rows.n] = pos0 + t + 1;
+        ++rows.n;
+      }
+    attention_rows(rows, hd, 1.0f / std::sqrt(static_cast<float>(hd)), kc + static_cast<int64_t>(g) * hd,
+                   vc + static_cast<int64_t>(g) * hd, kvd, ws.per_thread[thread]);
   });
   // Output gate.
   for (int64_t t = 0; t < T; ++t)

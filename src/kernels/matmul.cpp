@@ -9,6 +9,7 @@
 #include "kernels/amx_weight_pack.h"
 #include "kernels/elementwise.h"
 #include "kernels/matmul_amx.h"
+#include "kernels/matmul_avx2.h"
 #include "kernels/matmul_avx512.h"
 #include "kernels/packed_activations.h"
 #include "kernels/vec_dot.h"
@@ -18,6 +19,7 @@ namespace tandem::kernels {
 namespace {
 
 constexpr int kCols = avx512::kMaxCols;
+static_assert(avx2::kMaxCols == kCols, "the AVX2 and AVX-512 paths share the column-group size");
 
 template <typename F>
 void for_columns(int64_t T, ThreadPool* pool, F&& fn) {
@@ -32,7 +34,19 @@ constexpr int64_t kAmxMinCols = amx::kTileCols;
 
 bool amx_has_kernel(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }
 
-enum class Path { Scalar, Avx512, Amx };
+// Types with a row kernel in matmul_avx512.cpp / matmul_avx2.cpp (the same set today).
+bool simd_has_kernel(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q4_0: case GgmlType::Q8_0: case GgmlType::Q4_K: case GgmlType::Q6_K:
+    case GgmlType::F32: case GgmlType::F16:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Avx2: the AVX2 row kernels on the ggml-layout rows the scalar path also uses.
+enum class Path { Scalar, Avx2, Avx512, Amx };
 
 // The T activation rows converted once for one weight type and path; any number of
 // weight matrices of that type and width can then be applied (row range by row range).
@@ -40,7 +54,7 @@ struct Prepared {
   Path path = Path::Scalar;
   GgmlType type = GgmlType::F32;  // the weight type it was prepared for
   int64_t n = 0, T = 0;
-  const uint8_t* act = nullptr;   // scalar: ggml-layout rows; amx: A tiles
+  const uint8_t* act = nullptr;   // scalar, avx2: ggml-layout rows; amx: A tiles
   size_t act_row = 0;
   const void* views = nullptr;    // avx512: per-column views
   uint8_t* panels = nullptr;      // amx: one weight panel per thread
@@ -49,8 +63,10 @@ struct Prepared {
 
 // packed: the weights have their AMX tile-order copy (then AMX pays from one token on).
 Path choose_path(GgmlType t, int64_t T, bool packed) {
-  if ((T >= kAmxMinCols || packed) && active_cpu_tier() >= CpuTier::Amx && amx_has_kernel(t)) return Path::Amx;
-  if (matmul_has_fast_kernel(t)) return Path::Avx512;
+  const CpuTier tier = active_cpu_tier();
+  if ((T >= kAmxMinCols || packed) && tier >= CpuTier::Amx && amx_has_kernel(t)) return Path::Amx;
+  if (tier >= CpuTier::Avx512Vnni && simd_has_kernel(t)) return Path::Avx512;
+  if (tier >= CpuTier::Avx2 && simd_has_kernel(t)) return Path::Avx2;
   return Path::Scalar;
 }
 
@@ -74,7 +90,7 @@ Prepared prepare(GgmlType type, bool packed, int64_t n, const float* X, int64_t 
     p.panels = buf + act_bytes;
     return p;
   }
-  if (p.path == Path::Scalar) {
+  if (p.path == Path::Scalar || p.path == Path::Avx2) {
     const GgmlType act_type = traits(type).vec_dot_type;
     p.act_row = (activation_bytes(act_type, n) + 63) / 64 * 64;
     auto* act = static_cast<uint8_t*>(ctx.acts.get(p.act_row * static_cast<size_t>(T)));
@@ -126,6 +142,51 @@ Prepared prepare(GgmlType type, bool packed, int64_t n, const float* X, int64_t 
   return p;
 }
 
+// The activation rows of columns [c0, c0 + nc), as the blocks of their ggml layout.
+template <typename A>
+const A* const* column_rows(const Prepared& p, int64_t c0, int nc, const A** out) {
+  for (int c = 0; c < nc; ++c) out[c] = reinterpret_cast<const A*>(p.act + static_cast<size_t>(c0 + c) * p.act_row);
+  return out;
+}
+
+// Weight rows [0, nr) from w (row 0 of the task) for columns [c0, c0 + nc), nc <= 8, on AVX2.
+void run_rows_avx2(const Prepared& p, const WeightMatrix& W, const uint8_t* w, int64_t nr, int64_t c0, int nc,
+                   float* y, int64_t ldy) {
+  const int64_t n = p.n;
+  switch (W.type) {
+    case GgmlType::Q4_0: {
+      const BlockQ8_0* a[kCols];
+      avx2::rows_q4_0(w, W.row_stride, n, 0, nr, column_rows(p, c0, nc, a), nc, y, ldy);
+      break;
+    }
+    case GgmlType::Q8_0: {
+      const BlockQ8_0* a[kCols];
+      avx2::rows_q8_0(w, W.row_stride, n, 0, nr, column_rows(p, c0, nc, a), nc, y, ldy);
+      break;
+    }
+    case GgmlType::Q4_K: {
+      const BlockQ8_K* a[kCols];
+      avx2::rows_q4_K(w, W.row_stride, n, 0, nr, column_rows(p, c0, nc, a), nc, y, ldy);
+      break;
+    }
+    case GgmlType::Q6_K: {
+      const BlockQ8_K* a[kCols];
+      avx2::rows_q6_K(w, W.row_stride, n, 0, nr, column_rows(p, c0, nc, a), nc, y, ldy);
+      break;
+    }
+    case GgmlType::F32: {
+      const float* a[kCols];
+      avx2::rows_f32(w, W.row_stride, n, 0, nr, column_rows(p, c0, nc, a), nc, y, ldy);
+      break;
+    }
+    default: {  // F16
+      const uint16_t* a[kCols];
+      avx2::rows_f16(w, W.row_stride, n, 0, nr, column_rows(p, c0, nc, a), nc, y, ldy);
+      break;
+    }
+  }
+}
+
 // Rows [r0, r1) of W for all T columns: y[t*ldy + (r - r0)].
 void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, float* y, int64_t ldy, int thread) {
   const uint8_t* w = W.data + static_cast<size_t>(r0) * W.row_stride;  // row r0 becomes row 0
@@ -145,6 +206,11 @@ void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, 
     for (int64_t o = 0; o < nr; ++o)
       for (int64_t t = 0; t < T; ++t)
         y[t * ldy + o] = vec_dot_ref(W.type, n, w + static_cast<size_t>(o) * W.row_stride, p.act + t * p.act_row);
+    return;
+  }
+  if (p.path == Path::Avx2) {
+    for (int64_t c0 = 0; c0 < T; c0 += kCols)
+      run_rows_avx2(p, W, w, nr, c0, static_cast<int>(std::min<int64_t>(kCols, T - c0)), y + c0 * ldy, ldy);
     return;
   }
   for (int64_t c0 = 0; c0 < T; c0 += kCols) {
@@ -194,14 +260,8 @@ void for_tasks(int64_t rows, int64_t per, ThreadPool* pool, F&& fn) {
 }  // namespace
 
 bool matmul_has_fast_kernel(GgmlType t) {
-  if (active_cpu_tier() < CpuTier::Avx512Vnni) return false;
-  switch (t) {
-    case GgmlType::Q4_0: case GgmlType::Q8_0: case GgmlType::Q4_K: case GgmlType::Q6_K:
-    case GgmlType::F32: case GgmlType::F16:
-      return true;
-    default:
-      return false;
-  }
+  // AVX-512 VNNI and AVX2 have row kernels for the same types.
+  return active_cpu_tier() >= CpuTier::Avx2 && simd_has_kernel(t);
 }
 
 void matmul(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy, KernelContext& ctx) {

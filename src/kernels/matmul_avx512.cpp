@@ -2,6 +2,7 @@
 #include "kernels/matmul_avx512.h"
 
 #include <immintrin.h>
+#include <string.h>
 
 namespace tandem::kernels::avx512 {
 namespace {
@@ -115,42 +116,66 @@ void q8_0_rows4(const uint8_t* w, size_t stride, int64_t nb, const Q8PairsView& 
 }
 
 
+// K-quants: each weight byte times its activation byte with vpmaddubsw (pairs into int16: at
+// most 63 * 127 * 2, no saturation), then vpdpwssd against the sub-block scales spread over
+// the int16 lanes: the scaled sums accumulate in int32 with two instructions per 64
+// elements and column, where dpbusd + a 32-bit multiply + an add took four. The integer
+// sums are the same, so the results are too.
 template <int NC>
 void q4_K_row(const BlockQ4_K* w, int64_t nb, const BlockQ8_K* const* a, float* out) {
   __m512 acc[NC];
-  float acc_min[NC];
+  __m256 acc_min[NC];
   for (int c = 0; c < NC; ++c) {
     acc[c] = _mm512_setzero_ps();
-    acc_min[c] = 0.0f;
+    acc_min[c] = _mm256_setzero_ps();
   }
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   for (int64_t i = 0; i < nb; ++i) {
     const BlockQ4_K& b = w[i];
     const float d = h2f(b.d), dmin = h2f(b.dmin);
-    int sc[8], mn[8];
-    for (int j = 0; j < 8; ++j) k4_scale_min(j, b.scales, &sc[j], &mn[j]);
+    // The 12 scale bytes to 8 six-bit scales (bytes 0-7) and 8 mins (bytes 8-15), the
+    // k4_scale_min rule done on 32-bit words instead of per sub-block.
+    uint32_t u[4];
+    memcpy(u, b.scales, 12);
+    u[3] = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+    const uint32_t aux = u[1] & 0x3f3f3f3fu;
+    u[1] = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+    u[2] = aux;
+    u[0] &= 0x3f3f3f3fu;
+    const __m128i sm = _mm_loadu_si128(reinterpret_cast<const __m128i*>(u));
+    const __m512i sm16 = _mm512_cvtepu8_epi16(_mm256_castsi128_si256(sm));  // lanes 0-7 scales, 8-15 mins
     __m512i q[4], s[4];
     for (int c4 = 0; c4 < 4; ++c4) {
       const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * c4));
       q[c4] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(y, m4)),
                                  _mm256_and_si256(_mm256_srli_epi16(y, 4), m4), 1);
-      s[c4] = _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32(sc[2 * c4]), _mm512_set1_epi32(sc[2 * c4 + 1]));
+      // int16 lanes 0-15: sub-block 2*c4 (the low nibbles), 16-31: sub-block 2*c4 + 1.
+      s[c4] = _mm512_permutexvar_epi16(
+          _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(static_cast<short>(2 * c4)),
+                                  _mm512_set1_epi16(static_cast<short>(2 * c4 + 1))),
+          sm16);
     }
+    // Each min applies to the two 16-element halves of its sub-block (bsums 2j, 2j+1).
+    const __m128i mn16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+    const __m256i mins = _mm256_set_m128i(_mm_unpackhi_epi16(mn16, mn16), _mm_unpacklo_epi16(mn16, mn16));
     for (int c = 0; c < NC; ++c) {
       const BlockQ8_K& y = a[c][i];
       __m512i isum = _mm512_setzero_si512();
       for (int c4 = 0; c4 < 4; ++c4) {
-        const __m512i act = _mm512_loadu_si512(y.qs + 64 * c4);
-        const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[c4], act);
-        isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(dot, s[c4]));
+        const __m512i prod = _mm512_maddubs_epi16(q[c4], _mm512_loadu_si512(y.qs + 64 * c4));
+        isum = _mm512_dpwssd_epi32(isum, prod, s[c4]);
       }
       acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(d * y.d), acc[c]);
-      int ms = 0;
-      for (int j = 0; j < 8; ++j) ms += mn[j] * (y.bsums[2 * j] + y.bsums[2 * j + 1]);
-      acc_min[c] += dmin * y.d * static_cast<float>(ms);
+      const __m256i m = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.bsums)), mins);
+      acc_min[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(m), _mm256_set1_ps(dmin * y.d), acc_min[c]);
     }
   }
-  for (int c = 0; c < NC; ++c) out[c] = _mm512_reduce_add_ps(acc[c]) - acc_min[c];
+  for (int c = 0; c < NC; ++c) {
+    const __m256 h = _mm256_add_ps(acc_min[c], _mm256_permute2f128_ps(acc_min[c], acc_min[c], 1));
+    const __m128 l = _mm_add_ps(_mm256_castps256_ps128(h), _mm_movehl_ps(_mm256_castps256_ps128(h), _mm256_castps256_ps128(h)));
+    const float mins_sum = _mm_cvtss_f32(_mm_add_ss(l, _mm_movehdup_ps(l)));
+    out[c] = _mm512_reduce_add_ps(acc[c]) - mins_sum;
+  }
 }
 
 template <int NC>
@@ -172,25 +197,29 @@ void q6_K_row(const BlockQ6_K* w, int64_t nb, const BlockQ8_K* const* a, float* 
       q[2 * h] = _mm512_or_si512(_mm512_and_si512(A, m4), _mm512_slli_epi16(h_lo, 4));
       q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(A, 4), m4), _mm512_slli_epi16(h_hi, 4));
     }
-    // Lane k of the zmm covering elements [64g, 64g+64) belongs to sub-block 4g + k/4.
+    // The zmm covering elements [64g, 64g+64) spans sub-blocks 4g .. 4g+3 (16 elements, 8
+    // int16 lanes each): int16 lane k carries the scale of sub-block 4g + k/8.
     const __m128i scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    const __m512i sc16 = _mm512_cvtepi8_epi16(_mm256_castsi128_si256(scales));  // 16 scales, lanes 0-15
     for (int g = 0; g < 4; ++g) {
-      const __m128i idx = _mm_setr_epi8(4 * g, 4 * g, 4 * g, 4 * g, 4 * g + 1, 4 * g + 1, 4 * g + 1, 4 * g + 1,
-                                        4 * g + 2, 4 * g + 2, 4 * g + 2, 4 * g + 2, 4 * g + 3, 4 * g + 3, 4 * g + 3,
-                                        4 * g + 3);
-      s[g] = _mm512_cvtepi8_epi32(_mm_shuffle_epi8(scales, idx));
+      const __m512i idx = _mm512_set_epi16(4 * g + 3, 4 * g + 3, 4 * g + 3, 4 * g + 3, 4 * g + 3, 4 * g + 3, 4 * g + 3,
+                                           4 * g + 3, 4 * g + 2, 4 * g + 2, 4 * g + 2, 4 * g + 2, 4 * g + 2, 4 * g + 2,
+                                           4 * g + 2, 4 * g + 2, 4 * g + 1, 4 * g + 1, 4 * g + 1, 4 * g + 1, 4 * g + 1,
+                                           4 * g + 1, 4 * g + 1, 4 * g + 1, 4 * g, 4 * g, 4 * g, 4 * g, 4 * g, 4 * g,
+                                           4 * g, 4 * g);
+      s[g] = _mm512_permutexvar_epi16(idx, sc16);
     }
-    const __m256i sc16 = _mm256_cvtepi8_epi16(scales);
+    const __m256i sc16y = _mm256_cvtepi8_epi16(scales);
     for (int c = 0; c < NC; ++c) {
       const BlockQ8_K& y = a[c][i];
       __m512i isum = _mm512_setzero_si512();
       for (int g = 0; g < 4; ++g) {
-        const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[g], _mm512_loadu_si512(y.qs + 64 * g));
-        isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(dot, s[g]));
+        const __m512i prod = _mm512_maddubs_epi16(q[g], _mm512_loadu_si512(y.qs + 64 * g));
+        isum = _mm512_dpwssd_epi32(isum, prod, s[g]);
       }
       // The stored codes are q + 32: subtract 32 * sum_j scale_j * bsum_j, in integers.
       const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.bsums));
-      const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5);
+      const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16y), 5);
       isum = _mm512_sub_epi32(isum, _mm512_zextsi256_si512(corr));
       acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(d * y.d), acc[c]);
     }

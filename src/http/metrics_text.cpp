@@ -107,6 +107,9 @@ std::string prometheus_text(const serve::EngineSnapshot& s) {
   w.one("tandem_prompt_cache_budget_bytes", "gauge", "Prompt-cache budget (--cache-ram).", d(s.prompt_cache_budget_bytes));
   w.one("tandem_prompt_cache_entries", "gauge", "Prompt-cache entries.", d(s.prompt_cache_entries));
 
+  w.one("tandem_model_packed_weight_bytes", "gauge",
+        "Bytes of the weights' AMX tile-order copies made at load (their mmap'd rows leave the resident set).",
+        d(s.packed_weight_bytes));
   // Resource governor (idle release).
   const GovernorStats& g = s.governor;
   w.one("tandem_governor_releases_total", "counter", "Times compute resources were released after idling.", d(g.releases));

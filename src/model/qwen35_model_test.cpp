@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/test_models.h"
+#include "runtime/cpu_features.h"
 
 namespace tandem {
 namespace {
@@ -199,6 +200,44 @@ TEST_F(TinyModel, BadCallsAreRejectedWithoutTouchingTheState) {
   std::vector<int32_t> three = {1, 2, 3};
   EXPECT_THROW(model_->forward(*seq, three, opt, out), std::invalid_argument);
   EXPECT_EQ(seq->n_past(), 0);
+}
+
+}  // namespace
+}  // namespace tandem
+
+namespace tandem {
+namespace {
+
+// On the Amx tier a model packs its Q4_0/Q8_0 matrices for the tiles at load (and only there);
+// the packed model decodes, one token at a time, to the logits of the unpacked one. Only float
+// summation order differs (~1e-7 relative), so 12 steps are compared: further on, one activation
+// that lands on a Q8_0 rounding boundary in one run and not the other sends the recurrent states
+// apart (as between llama.cpp and us: golden_logits_test's "rounding flip").
+TEST(PackedWeights, OnlyOnTheAmxTierAndSameLogits) {
+  const CpuTier best = cpu_features().best_tier();
+  const std::string path = ensure_tiny_model("Q8_0");
+  set_cpu_tier(std::min(best, CpuTier::Avx512Vnni));
+  auto plain = Qwen35Model::load(path, 2);
+  EXPECT_EQ(plain->packed_weight_bytes(), 0u);
+  set_cpu_tier(best);
+  if (best < CpuTier::Amx) GTEST_SKIP() << "no AMX on this machine: nothing is packed";
+  auto packed = Qwen35Model::load(path, 2);
+  EXPECT_GT(packed->packed_weight_bytes(), 0u);
+  const auto toks = random_tokens(12, packed->hparams().n_vocab, 11);
+  auto run = [&](Qwen35Model& m, CpuTier tier) {
+    set_cpu_tier(tier);
+    auto st = m.new_sequence(64);
+    ForwardOutput out;
+    std::vector<float> all;
+    for (int32_t t : toks) {  // decode steps: T = 1, the packed streaming path
+      m.forward(*st, std::span<const int32_t>(&t, 1), ForwardOptions{}, out);
+      all.insert(all.end(), out.logits.begin(), out.logits.end());
+    }
+    set_cpu_tier(best);
+    return all;
+  };
+  const auto a = run(*plain, CpuTier::Avx512Vnni), b = run(*packed, CpuTier::Amx);
+  EXPECT_LE(max_abs_diff(a, b), 1e-5 * max_abs(a));
 }
 
 }  // namespace

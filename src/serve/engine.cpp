@@ -198,6 +198,7 @@ EngineSnapshot Engine::snapshot() const {
     s.speculation = cfg_.speculation;
   }
   s.governor = model_.governor().stats();
+  s.packed_weight_bytes = model_.packed_weight_bytes();
   return s;
 }
 

@@ -1,5 +1,6 @@
 #include "kernels/attention.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/attention_avx512.h"
@@ -7,14 +8,23 @@
 
 namespace tandem::kernels {
 
+// The batch as groups of rows: per token, the query heads of one KV head (split in chunks of
+// AttentionRows::kMax when a group is larger), each group through attention_rows.
 void attention_causal(const AttentionInput& in, ScratchBuffer& scratch) {
-  if (active_cpu_tier() >= CpuTier::Avx512Vnni && in.head_dim % 16 == 0) {
-    float* scores = scratch.get_as<float>(static_cast<size_t>(in.pos0 + in.T));
-    avx512::attention_causal(in.n_head, in.n_head_kv, in.head_dim, in.T, in.pos0, in.scale, in.q, in.ldq, in.k_cache,
-                             in.v_cache, in.kv_stride, in.out, in.ldo, scores);
-    return;
-  }
-  attention_causal_ref(in, scratch);
+  const int group = in.n_head / in.n_head_kv;
+  const int64_t hd = in.head_dim;
+  for (int64_t t = 0; t < in.T; ++t)
+    for (int g = 0; g < in.n_head_kv; ++g)
+      for (int h0 = g * group; h0 < (g + 1) * group; h0 += AttentionRows::kMax) {
+        AttentionRows rows;
+        for (int h = h0; h < std::min((g + 1) * group, h0 + AttentionRows::kMax); ++h) {
+          rows.q[rows.n] = in.q + t * in.ldq + h * hd;
+          rows.out[rows.n] = in.out + t * in.ldo + h * hd;
+          rows.n_kv[rows.n] = in.pos0 + t + 1;
+          ++rows.n;
+        }
+        attention_rows(rows, in.head_dim, in.scale, in.k_cache + g * hd, in.v_cache + g * hd, in.kv_stride, scratch);
+      }
 }
 
 void attention_rows(const AttentionRows& rows, int head_dim, float scale, const float* k_cache, const float* v_cache,

@@ -25,9 +25,9 @@ struct AttentionInput {
 };
 
 // Query rows that share one KV head: the heads of a GQA group, for a few consecutive tokens.
-// Each K and V row of the cache is read once for all of them (per row: scores, softmax, the
-// weighted V sum, as attention_causal computes a row, in the same order: the results are
-// bit for bit those of attention_causal). Row r sees cache positions [0, n_kv[r]).
+// Each K and V row of the cache is read once for all of them; every row is computed alone in
+// the same order whatever rows it is grouped with (scores, softmax, the weighted V sum), so
+// grouping never changes a result bit. Row r sees cache positions [0, n_kv[r]).
 struct AttentionRows {
   static constexpr int kMax = 16;
   int n = 0;
@@ -40,7 +40,7 @@ void attention_rows(const AttentionRows& rows, int head_dim, float scale, const 
 void attention_rows_ref(const AttentionRows& rows, int head_dim, float scale, const float* k_cache,
                         const float* v_cache, int64_t kv_stride, ScratchBuffer& scratch);
 
-// Dispatches by CPU tier (AVX-512 when head_dim is a multiple of 16).
+// A whole batch (every token and head) as attention_rows groups; the tier decides inside.
 void attention_causal(const AttentionInput& in, ScratchBuffer& scratch);
 // The plain scalar version every tier is tested against.
 void attention_causal_ref(const AttentionInput& in, ScratchBuffer& scratch);

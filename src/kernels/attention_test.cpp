@@ -55,8 +55,9 @@ TEST(Attention, EveryTierMatchesScalarReference) {
 }
 
 // Grouped rows (GQA heads × tokens sharing one KV head): every tier against the scalar
-// reference, and on every tier bit for bit the per-row attention_causal the model used to run
-// (the decode step and a verification pass see the same numbers either way). 1..16 rows,
+// reference, and on every tier each row bit for bit what it gives alone (attention_causal of
+// that one token and head): a decode step and a verification pass group the rows differently
+// and must see the same numbers. 1..16 rows,
 // rows of different lengths, head sizes that are not a multiple of the 64-dim V block.
 TEST(Attention, GroupedRowsEqualPerRowAttention) {
   for (int hd : {16, 80, 256}) {

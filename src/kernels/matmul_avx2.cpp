@@ -241,7 +241,10 @@ void f16_row(const uint16_t* w, int64_t n, const uint16_t* const* a, float* out)
   for (int c = 0; c < NC; ++c) out[c] = hsum(acc[c]);
 }
 
-// Runs K<NC>::run over rows [r0, r1) with NC = nc chosen at compile time.
+// Runs K<NC>::run over rows [r0, r1) with NC = nc chosen at compile time. The same dispatcher
+// as matmul_avx512.cpp's, repeated on purpose: templates must not be shared between
+// translation units compiled for different instruction sets (the linker could keep the
+// AVX-512 instantiation for the AVX2 tier).
 template <template <int> class K, typename W, typename A>
 void rows(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, A a, int nc, float* y, int64_t ldy) {
   float out[kMaxCols];

@@ -29,6 +29,27 @@ std::vector<CpuTier> available_tiers() {
   return tiers;
 }
 
+// rows x cols random weights (normal, times `scale`) quantized to `type`, and the same matrix
+// with its AMX tile-order copy when the type has one (the Amx tier then runs every T on tiles).
+struct RandomWeights {
+  std::vector<uint8_t> bytes;
+  WeightMatrix W, Wp;
+  amx::PackedWeights packed;
+  bool can_pack = false;
+
+  RandomWeights(GgmlType type, int64_t cols, int64_t rows, std::mt19937& rng, float scale) {
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> wf(static_cast<size_t>(rows * cols));
+    for (auto& x : wf) x = nd(rng) * scale;
+    const size_t rb = row_bytes(type, cols);
+    bytes.resize(rb * rows);
+    for (int64_t r = 0; r < rows; ++r) quantize_row(type, wf.data() + r * cols, bytes.data() + r * rb, cols);
+    W = WeightMatrix{type, cols, rows, bytes.data(), rb};
+    Wp = W;
+    can_pack = packed.pack(Wp);
+  }
+};
+
 class MatmulTest : public ::testing::TestWithParam<Case> {
  protected:
   void TearDown() override { set_cpu_tier(cpu_features().best_tier()); }
@@ -40,16 +61,9 @@ TEST_P(MatmulTest, EveryTierMatchesScalarReference) {
   std::normal_distribution<float> nd(0.0f, 1.0f);
   // 37 rows: one AMX row panel with a partial 16-row group; 150: three panels, the last partial.
   for (int64_t rows : {37, 150}) {
-    std::vector<float> wf(static_cast<size_t>(rows * c.cols));
-    for (auto& x : wf) x = nd(rng) / std::sqrt(static_cast<float>(c.cols));
-    const size_t rb = row_bytes(c.type, c.cols);
-    std::vector<uint8_t> wq(rb * rows);
-    for (int64_t r = 0; r < rows; ++r) quantize_row(c.type, wf.data() + r * c.cols, wq.data() + r * rb, c.cols);
-    WeightMatrix W{c.type, c.cols, rows, wq.data(), rb};
-    // The same matrix with its AMX tile-order copy (the Amx tier then runs every T on tiles).
-    amx::PackedWeights packed;
-    WeightMatrix Wp = W;
-    const bool can_pack = packed.pack(Wp);
+    RandomWeights rw(c.type, c.cols, rows, rng, 1.0f / std::sqrt(static_cast<float>(c.cols)));
+    const WeightMatrix &W = rw.W, &Wp = rw.Wp;
+    const bool can_pack = rw.can_pack;
 
     ThreadPool pool(2);
     // T >= 16 runs the AMX GEMM (where the machine has it) for Q4_0 / Q8_0: full and
@@ -97,15 +111,9 @@ TEST_P(MatmulTest, EachColumnEqualsItsSingleColumnProductBitForBit) {
   std::mt19937 rng(static_cast<uint32_t>(c.cols * 7 + 3));
   std::normal_distribution<float> nd(0.0f, 1.0f);
   const int64_t rows = 70;
-  std::vector<float> wf(static_cast<size_t>(rows * c.cols));
-  for (auto& x : wf) x = nd(rng);
-  const size_t rb = row_bytes(c.type, c.cols);
-  std::vector<uint8_t> wq(rb * rows);
-  for (int64_t r = 0; r < rows; ++r) quantize_row(c.type, wf.data() + r * c.cols, wq.data() + r * rb, c.cols);
-  WeightMatrix W{c.type, c.cols, rows, wq.data(), rb};
-  amx::PackedWeights packed;
-  WeightMatrix Wp = W;
-  const bool can_pack = packed.pack(Wp);
+  RandomWeights rw(c.type, c.cols, rows, rng, 1.0f);
+  const WeightMatrix &W = rw.W, &Wp = rw.Wp;
+  const bool can_pack = rw.can_pack;
   ThreadPool pool(2);
   for (CpuTier tier : available_tiers()) {
     set_cpu_tier(tier);

@@ -50,12 +50,7 @@ struct EngineConfig {
   // Speculative decoding with the model's MTP head (docs/speculation.md): off unless enabled.
   // Every slot then drafts draft_max tokens per step and verifies them in one pass; the output
   // is token for token what plain decoding gives (greedy, or the same sampler draws).
-  SpecConfig speculation = off_speculation();
-  static SpecConfig off_speculation() {
-    SpecConfig c;
-    c.enabled = false;
-    return c;
-  }
+  SpecConfig speculation = {.enabled = false};
 };
 
 struct GenerationParams {

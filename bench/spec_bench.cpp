@@ -4,8 +4,9 @@
 //
 //   1. prefill of a --prompt-token prompt retaining the last k+1 recurrent states, rollback-aware
 //      (chunked body + per-token tail) and the stock way (every token per token), vs. without;
-//   2. one verification pass of 1 + k tokens (column-shared products, and one column at a time)
-//      vs. a one-token decode step;
+//   2. one verification pass of 1 + k tokens (column-shared products with a replay log or with
+//      k state copies, and one column at a time) vs. a one-token decode step; and a rollback
+//      after a rejection, recomputed from the replay log vs. copied;
 //   3. one draft step over the trimmed draft head vs. over the full head, with the bytes each
 //      reads;
 //   4. acceptance-controlled decoding: a recorded greedy output is replayed with drafts that are
@@ -187,7 +188,9 @@ int main(int argc, char** argv) {
     }
     const int32_t first = static_cast<int32_t>(std::max_element(pre.logits.begin(), pre.logits.end()) - pre.logits.begin());
 
-    // 2. Verification of 1 + k tokens vs one decode step.
+    // 2. Verification of 1 + k tokens vs one decode step, configured as the speculator runs it
+    //    (every token per token, rollback states for every row, the live one not copied), with
+    //    each rollback kind; then the cost of a rollback after a rejection (1 of k accepted).
     if (on('2')) {
       auto st = m.new_sequence(n_ctx);
       const auto drafts = random_tokens(K, hp.n_vocab, 2);
@@ -195,25 +198,32 @@ int main(int argc, char** argv) {
       batch.insert(batch.end(), drafts.begin(), drafts.end());
       // One output per variant, as the server keeps one per use (the speculator's verification
       // output is its own): a shared one would reallocate the rollback buffers every pass.
-      ForwardOutput outs[3];
+      ForwardOutput outs[4];
       RecurrentCheckpoint cp;
       base->save_recurrent(cp);
       st->copy_from(*base);
       constexpr int kInner = 4;  // passes per sample (state restored between, outside the timing)
-      auto run = [&](std::span<const int32_t> toks, bool verify, bool shared, int variant) {
-        return [&, toks, verify, shared, variant]() {
-          ForwardOutput& out = outs[variant];
+      enum Kind { Decode, Replay, Copy, PerColumn };
+      auto options = [&](Kind kind, int64_t T) {
+        ForwardOptions opt;
+        if (kind == Decode) return opt;
+        opt.logits = LogitsMode::All;
+        opt.hidden = true;
+        opt.gdn = GdnAlgorithm::Recurrent;
+        opt.rollback_states = static_cast<int>(T);
+        opt.rollback_live = false;
+        opt.rollback_mode = kind == Copy ? RollbackMode::Snapshots : RollbackMode::Replay;
+        opt.column_shared = kind != PerColumn;
+        return opt;
+      };
+      auto run = [&](Kind kind) {
+        return [&, kind]() {
+          const std::span<const int32_t> toks(batch.data(), kind == Decode ? 1 : batch.size());
+          ForwardOutput& out = outs[kind];
+          const ForwardOptions opt = options(kind, static_cast<int64_t>(toks.size()));
           double ms = 0;
           for (int i = 0; i < kInner; ++i) {
             st->restore(cp);
-            ForwardOptions opt;
-            if (verify) {
-              opt.logits = LogitsMode::All;
-              opt.hidden = true;
-              opt.rollback_states = static_cast<int>(toks.size());
-              opt.rollback_live = false;  // as the speculator asks
-              opt.column_shared = shared;
-            }
             const auto t0 = Clock::now();
             m.forward(*st, toks, opt, out);
             ms += ms_since(t0);
@@ -221,17 +231,44 @@ int main(int argc, char** argv) {
           return ms / kInner;
         };
       };
-      const std::span<const int32_t> one(batch.data(), 1), all(batch);
-      for (int v = 0; v < 3; ++v) run(v == 0 ? one : all, v > 0, v < 2, v)();  // warm every output's buffers
-      const auto t =
-          side_by_side(reps * 3, {run(one, false, true, 0), run(all, true, true, 1), run(all, true, false, 2)});
+      // A rejection after the first draft: back to prompt + 2 (untimed pass, timed rollback).
+      auto rollback = [&](Kind kind) {
+        return [&, kind]() {
+          ForwardOutput& out = outs[kind];
+          const ForwardOptions opt = options(kind, static_cast<int64_t>(batch.size()));
+          const int64_t to = prompt_len + 2;
+          double ms = 0;
+          for (int i = 0; i < kInner; ++i) {
+            st->restore(cp);
+            m.forward(*st, batch, opt, out);
+            const auto t0 = Clock::now();
+            if (kind == Replay) {
+              m.roll_back(*st, out, to);
+            } else {
+              st->truncate_kv(to);
+              st->set_recurrent(out.rollback_states[static_cast<size_t>(prompt_len + K + 1 - to)].data.data());
+            }
+            ms += ms_since(t0);
+          }
+          return ms / kInner;
+        };
+      };
+      for (Kind k : {Decode, Replay, Copy, PerColumn}) run(k)();  // warm every output's buffers
+      const auto t = side_by_side(reps * 3, {run(Decode), run(Replay), run(Copy), run(PerColumn), rollback(Replay),
+                                             rollback(Copy)});
       std::printf("\n2. verification of 1+%d tokens vs a 1-token decode step (after %d tokens; median of %d)\n", K,
                   prompt_len, reps * 3);
-      std::printf("   decode step (1 token)               %8.2f ms\n", t[0]);
-      std::printf("   verify 1+%d, column-shared          %8.2f ms   %.3fx  (target <= 1.15x)\n", K, t[1], t[1] / t[0]);
-      std::printf("   verify 1+%d, one column at a time   %8.2f ms   %.3fx\n", K, t[2], t[2] / t[0]);
-      J["verify"] = {{"decode_ms", t[0]}, {"verify_shared_ms", t[1]}, {"verify_per_column_ms", t[2]},
-                     {"shared_ratio", t[1] / t[0]}, {"per_column_ratio", t[2] / t[0]}};
+      std::printf("   decode step (1 token)                       %8.2f ms\n", t[0]);
+      std::printf("   verify 1+%d, column-shared, replay log      %8.2f ms   %.3fx  (target <= 1.15x)\n", K, t[1],
+                  t[1] / t[0]);
+      std::printf("   verify 1+%d, column-shared, %d state copies  %8.2f ms   %.3fx\n", K, K, t[2], t[2] / t[0]);
+      std::printf("   verify 1+%d, one column at a time, replay   %8.2f ms   %.3fx\n", K, t[3], t[3] / t[0]);
+      std::printf("   rollback to 1 of %d accepted: replay        %8.2f ms\n", K, t[4]);
+      std::printf("   rollback to 1 of %d accepted: copy          %8.2f ms\n", K, t[5]);
+      J["verify"] = {{"decode_ms", t[0]},          {"verify_shared_ms", t[1]},      {"verify_shared_copies_ms", t[2]},
+                     {"verify_per_column_ms", t[3]}, {"rollback_replay_ms", t[4]},   {"rollback_copy_ms", t[5]},
+                     {"shared_ratio", t[1] / t[0]}, {"shared_copies_ratio", t[2] / t[0]},
+                     {"per_column_ratio", t[3] / t[0]}};
     }
 
     // 3. A draft step over the trimmed head vs the full head.

@@ -36,7 +36,8 @@ Json serving_json(const serve::EngineSnapshot& s, const serve::EngineConfig& c) 
                                    {"draft_p_min", c.speculation.p_min},
                                    {"rollback_aware_prefill", c.speculation.rollback_aware_prefill},
                                    {"column_shared_verify", c.speculation.column_shared_verify},
-                                   {"trimmed_head", c.speculation.trimmed_head}}}};
+                                   {"trimmed_head", c.speculation.trimmed_head},
+                                   {"rollback", c.speculation.replay_rollback ? "replay" : "copy"}}}};
 }
 
 }  // namespace

@@ -29,6 +29,13 @@ bool to_on_off(const std::string& flag, const std::string& v) {
   throw std::invalid_argument(flag + ": expected on or off, got '" + v + "'");
 }
 
+// --spec-rollback: true = replay.
+bool parse_rollback(const std::string& v) {
+  if (v == "replay") return true;
+  if (v == "copy") return false;
+  throw std::invalid_argument("--spec-rollback: expected replay or copy, got '" + v + "'");
+}
+
 float to_probability(const std::string& flag, const std::string& v) {
   char* end = nullptr;
   errno = 0;
@@ -94,6 +101,7 @@ ServerOptions parse_server_args(const std::vector<std::string>& args) {
     else if (a == "--spec-rollback-aware") o.engine.speculation.rollback_aware_prefill = to_on_off(a, next());
     else if (a == "--spec-column-shared") o.engine.speculation.column_shared_verify = to_on_off(a, next());
     else if (a == "--spec-trimmed-head") o.engine.speculation.trimmed_head = to_on_off(a, next());
+    else if (a == "--spec-rollback") o.engine.speculation.replay_rollback = parse_rollback(next());
     else if (a == "-h" || a == "--help") o.help = true;
     else throw std::invalid_argument("unknown argument '" + a + "' (see --help)");
   }
@@ -146,6 +154,8 @@ OpenAI-compatible (/v1/chat/completions) and llama.cpp-compatible (/completion) 
                                off: the stock way, the whole pass per token)
   --spec-column-shared on|off  verify all drafts in one column-shared pass (default on)
   --spec-trimmed-head on|off   draft over the file's trimmed draft head when present (default on)
+  --spec-rollback replay|copy  rejected drafts: recompute the state from the verify pass's replay
+                               log (default replay) or copy one of k states it saved
   -h, --help                   this text
 
 Endpoints: POST /v1/chat/completions, POST /completion, GET /health, GET /slots, GET /metrics,

@@ -85,7 +85,8 @@ TEST(HttpSpeculation, ModelWithoutMtpIsRefusedWithAClearError) {
 TEST(ServerOptions, SpeculationFlags) {
   const ServerOptions o = parse_server_args({"-m", "x.gguf", "--spec", "on", "--draft-max", "2", "--draft-min", "1",
                                              "--draft-p-min", "0.25", "--spec-rollback-aware", "off",
-                                             "--spec-column-shared", "off", "--spec-trimmed-head", "off"});
+                                             "--spec-column-shared", "off", "--spec-trimmed-head", "off",
+                                             "--spec-rollback", "copy"});
   EXPECT_TRUE(o.engine.speculation.enabled);
   EXPECT_EQ(o.engine.speculation.draft_max, 2);
   EXPECT_EQ(o.engine.speculation.draft_min, 1);
@@ -93,7 +94,10 @@ TEST(ServerOptions, SpeculationFlags) {
   EXPECT_FALSE(o.engine.speculation.rollback_aware_prefill);
   EXPECT_FALSE(o.engine.speculation.column_shared_verify);
   EXPECT_FALSE(o.engine.speculation.trimmed_head);
+  EXPECT_FALSE(o.engine.speculation.replay_rollback);
+  EXPECT_TRUE(default_server_options().engine.speculation.replay_rollback);
   EXPECT_FALSE(default_server_options().engine.speculation.enabled);
+  EXPECT_THROW(parse_server_args({"-m", "x.gguf", "--spec-rollback", "maybe"}), std::invalid_argument);
   EXPECT_THROW(parse_server_args({"-m", "x.gguf", "--draft-p-min", "1.5"}), std::invalid_argument);
   EXPECT_THROW(parse_server_args({"-m", "x.gguf", "--draft-max", "0"}), std::invalid_argument);
   EXPECT_THROW(parse_server_args({"-m", "x.gguf", "--draft-min", "4", "--draft-max", "2"}), std::invalid_argument);

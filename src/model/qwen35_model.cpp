@@ -224,6 +224,11 @@ void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, co
     rel_cuts.push_back(p - pos0);
   }
   if (opt.rollback_states < 0) throw std::invalid_argument("forward: rollback_states must be >= 0");
+  const bool replay = opt.rollback_states > 0 && opt.rollback_mode == RollbackMode::Replay;
+  if (replay && (opt.rollback_states != T || !opt.cuts.empty() || opt.gdn != GdnAlgorithm::Recurrent))
+    throw std::invalid_argument("forward: RollbackMode::Replay needs rollback_states == the batch size (" +
+                                std::to_string(T) + ", got " + std::to_string(opt.rollback_states) +
+                                "), no cuts and GdnAlgorithm::Recurrent");
 
   // Resources are (re-)acquired for the whole pass and cannot be released during it.
   const ResourceGovernor::Lease lease = governor_->acquire();
@@ -233,7 +238,15 @@ void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, co
   const size_t floats = static_cast<size_t>(st.recurrent_floats());
   resize_states(out.cut_states, rel_cuts.size(), out.spare_states, floats);
   for (size_t i = 0; i < rel_cuts.size(); ++i) out.cut_states[i].pos = pos0 + rel_cuts[i];
-  const int64_t n_rb = std::min<int64_t>(opt.rollback_states, T);
+  const int64_t n_rb = replay ? 0 : std::min<int64_t>(opt.rollback_states, T);
+  out.replay.seq = nullptr;
+  if (replay) {
+    ReplayLog& log = out.replay;
+    log.pos0 = pos0;
+    log.T = T;
+    log.before.resize(floats);
+    log.inputs.resize(static_cast<size_t>(hp_.n_recurrent_layers() * replay_floats_per_layer(T)));
+  }
   resize_states(out.rollback_states, static_cast<size_t>(n_rb), out.spare_states, floats);
   for (int64_t s = 0; s < n_rb; ++s) out.rollback_states[s].pos = pos0 + T - s;
   if (n_rb > 0 && !opt.rollback_live) out.rollback_states[0].pos = -1;
@@ -259,6 +272,10 @@ void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, co
     ffn(L, T);
   }
   st.advance(T);
+  if (replay) {
+    out.replay.seq = &st;
+    out.replay.seq_version = st.version();
+  }
 
   // Final norm, hidden states and logits.
   float* hn = sized(ws.cur, T * n_embd);
@@ -284,12 +301,15 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
   const int64_t n_embd = hp_.n_embd, conv_dim = hp_.conv_dim(), vdim = hp_.value_dim(), kdim = hp_.key_dim();
   const int H_v = hp_.H_v, H_k = hp_.H_k, d = hp_.d_state, K = hp_.conv_kernel;
   const float* cur = ws.cur.data();
+  // A Replay pass keeps this layer's inputs in the log (RollbackMode): the buffers are its.
+  const bool replay = opt.rollback_mode == RollbackMode::Replay && opt.rollback_states > 0;
+  float* log_in = replay ? out.replay.inputs.data() + g * replay_floats_per_layer(T) : nullptr;
 
   // 1. Projections.
-  float* mixed = sized(ws.mixed, T * conv_dim);
+  float* mixed = replay ? log_in : sized(ws.mixed, T * conv_dim);
   float* z = sized(ws.z, T * vdim);
-  float* beta = sized(ws.beta, T * H_v);
-  float* gdec = sized(ws.g, T * H_v);
+  float* gdec = replay ? log_in + 2 * T * conv_dim : sized(ws.g, T * H_v);
+  float* beta = replay ? gdec + T * H_v : sized(ws.beta, T * H_v);
   project(L.attn_qkv, cur, n_embd, T, mixed, conv_dim);
   project(L.attn_gate, cur, n_embd, T, z, vdim);
   project(L.ssm_beta, cur, n_embd, T, beta, H_v);
@@ -305,7 +325,9 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
   // 2. Causal conv + SiLU, then the conv state of every requested position.
   float* conv_state = st.conv(g);
   const size_t conv_off = static_cast<size_t>(conv_state - st.recurrent_data());
-  float* conv_out = sized(ws.conv_out, T * conv_dim);
+  float* conv_out = replay ? log_in + T * conv_dim : sized(ws.conv_out, T * conv_dim);
+  if (replay)
+    std::memcpy(out.replay.before.data() + conv_off, conv_state, static_cast<size_t>(st.conv_floats()) * sizeof(float));
   // Channels are independent: ranges of 256 channels are the pool's tasks.
   const int64_t conv_block = 256;
   pool_->parallel_for((conv_dim + conv_block - 1) / conv_block, [&](int64_t b, int) {
@@ -387,7 +409,11 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
       }
       DeltaRuleInput part = in;
       part.snapshot_to = any ? dst.data() : nullptr;
+      // Replay: the state from before the batch goes to the log, head by head as it is read.
+      float* keep = replay ? out.replay.before.data() + ssm_off : nullptr;
+      const size_t head_floats = static_cast<size_t>(d) * d;
       pool_->parallel_for(H_v, [&](int64_t h, int) {
+        if (keep) copy_streaming(keep + h * head_floats, ssm + h * head_floats, static_cast<int64_t>(head_floats));
         DeltaRuleInput one = part;
         one.h_begin = static_cast<int>(h);
         one.h_end = static_cast<int>(h) + 1;
@@ -418,6 +444,61 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
       mul_silu(oh, zh, d);
     }
   project(L.ssm_out, o, vdim, T, sized(ws.m, T * n_embd), n_embd);
+}
+
+bool ReplayLog::valid_for(const SequenceState& st) const { return seq == &st && seq_version == st.version(); }
+
+int64_t Qwen35Model::replay_floats_per_layer(int64_t T) const { return 2 * T * hp_.conv_dim() + 2 * T * hp_.H_v; }
+
+void Qwen35Model::roll_back(SequenceState& st, const ForwardOutput& out, int64_t pos) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const ReplayLog& log = out.replay;
+  if (!log.valid_for(st))
+    throw std::logic_error("roll_back: the replay log is not from this sequence's last forward pass");
+  if (pos < log.pos0 || pos > log.pos0 + log.T)
+    throw std::out_of_range("roll_back: position " + std::to_string(pos) + " outside the logged batch [" +
+                            std::to_string(log.pos0) + ", " + std::to_string(log.pos0 + log.T) + "]");
+  const ResourceGovernor::Lease lease = governor_->acquire();
+  Workspace& ws = *ws_;
+  const int64_t T = log.T, n = pos - log.pos0, conv_dim = hp_.conv_dim(), kdim = hp_.key_dim(), vdim = hp_.value_dim();
+  const int H_v = hp_.H_v, d = hp_.d_state, K = hp_.conv_kernel;
+  const size_t head_floats = static_cast<size_t>(d) * d;
+  st.truncate_kv(pos);
+  float* o = sized(ws.o, std::max<int64_t>(1, n) * vdim);  // the outputs are not needed
+  for (int g = 0; g < hp_.n_recurrent_layers(); ++g) {
+    const float* mixed = log.inputs.data() + g * replay_floats_per_layer(T);
+    const float* qkv = mixed + T * conv_dim;
+    const float* gdec = qkv + T * conv_dim;
+    const float* beta = gdec + T * H_v;
+    float* conv = st.conv(g);
+    float* ssm = st.ssm(g);
+    const float* before_conv = log.before.data() + (conv - st.recurrent_data());
+    const float* before_ssm = log.before.data() + (ssm - st.recurrent_data());
+    conv_state_after(mixed, conv_dim, n, conv_dim, K, before_conv, conv);
+    DeltaRuleInput in;
+    in.T = n;
+    in.H_k = hp_.H_k;
+    in.H_v = H_v;
+    in.d = d;
+    in.q = qkv;
+    in.k = qkv + kdim;
+    in.v = qkv + 2 * kdim;
+    in.ldqk = conv_dim;
+    in.ldv = conv_dim;
+    in.g = gdec;
+    in.beta = beta;
+    in.out = o;
+    in.ldo = vdim;
+    // The same per-token kernel on the same inputs as the pass: the same state, bit for bit.
+    pool_->parallel_for(H_v, [&](int64_t h, int) {
+      std::memcpy(ssm + h * head_floats, before_ssm + h * head_floats, head_floats * sizeof(float));
+      if (n == 0) return;
+      DeltaRuleInput one = in;
+      one.h_begin = static_cast<int>(h);
+      one.h_end = static_cast<int>(h) + 1;
+      delta_rule_recurrent(one, ssm);
+    });
+  }
 }
 
 // Gated full attention (spec §4.4): reads ws.cur, writes ws.m, appends to the KV cache.

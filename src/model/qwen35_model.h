@@ -27,6 +27,18 @@ enum class LogitsMode { None, Last, All };
 // a single token, chunked otherwise. (Single tokens always run per token.)
 enum class GdnAlgorithm { Auto, Recurrent, Chunked };
 
+// How a pass hands back its rollback states (ForwardOptions::rollback_states = K > 0).
+//   Snapshots: every kept state is copied out during the pass (ForwardOutput::rollback_states);
+//     a rollback is one copy back.
+//   Replay: nothing is copied per token. The pass keeps the recurrent state from before the
+//     batch and the batch's own conv and delta-rule inputs (ForwardOutput::replay); a rollback
+//     (Qwen35Model::roll_back) recomputes the state at the wanted position from them, running
+//     the same per-token kernel on the same inputs, so the state is bit for bit the one a
+//     snapshot would have held. A verification pass then writes one state instead of k; the
+//     cost moves to the rejections (j+1 token updates instead of a copy). Needs K == T, no
+//     cuts, and every token per token (GdnAlgorithm::Recurrent).
+enum class RollbackMode { Snapshots, Replay };
+
 struct ForwardOptions {
   LogitsMode logits = LogitsMode::Last;
   bool hidden = false;  // also return the final normed hidden state of every token (the MTP input)
@@ -41,10 +53,24 @@ struct ForwardOptions {
   // holds anyway) is not copied; it is returned with pos = -1. A verification pass only
   // ever rolls back to slots 1..k, so it saves one full state write per pass.
   bool rollback_live = true;
+  RollbackMode rollback_mode = RollbackMode::Snapshots;
   // Multi-column products share each weight read across the T columns (kernels/matmul.h).
   // false: every column runs as its own one-column product (a switch for the verification
   // benchmark, docs/speculation.md; the numbers are the same).
   bool column_shared = true;
+};
+
+// What a Replay pass keeps (see RollbackMode): enough to rebuild the recurrent state at
+// any position pos0 .. pos0 + T of the batch.
+struct ReplayLog {
+  const SequenceState* seq = nullptr;  // the sequence the pass ran on
+  uint64_t seq_version = 0;            // its version right after the pass (stale once it moves on)
+  int64_t pos0 = 0, T = 0;             // the batch
+  std::vector<float> before;           // the recurrent state at pos0 (SequenceState layout)
+  // Per GDN layer, for the batch's T tokens: the conv input rows (T x conv_dim), the
+  // normalised q|k|v rows the delta rule read (T x conv_dim), its decay and beta (T x H_v each).
+  std::vector<float> inputs;
+  bool valid_for(const SequenceState& st) const;
 };
 
 struct ForwardOutput {
@@ -56,6 +82,7 @@ struct ForwardOutput {
   // State buffers of earlier passes kept for later ones: passes whose K or number of cuts
   // varies (drafts cut short by the probability floor) allocate nothing after the first.
   std::vector<RecurrentCheckpoint> spare_states;
+  ReplayLog replay;  // RollbackMode::Replay passes
   int64_t n_vocab = 0;
 
   const float* logits_row(size_t i) const { return logits.data() + i * static_cast<size_t>(n_vocab); }
@@ -107,6 +134,12 @@ class Qwen35Model {
   void forward(SequenceState& state, std::span<const int32_t> tokens, const ForwardOptions& opt,
                ForwardOutput& out);
 
+  // After a RollbackMode::Replay pass `out` on `state` (and nothing else on it since): puts
+  // the state back to position pos in [out.replay.pos0, state.n_past()] — KV truncated, the
+  // recurrent state recomputed from the log (pos - pos0 per-token updates per head). Throws
+  // std::logic_error when the log does not belong to this state as it is now.
+  void roll_back(SequenceState& state, const ForwardOutput& out, int64_t pos);
+
  private:
   struct Workspace;
   Qwen35Model() = default;
@@ -115,6 +148,8 @@ class Qwen35Model {
   // Gated attention over the cache rows [0, pos0 + T); appends T rows at pos0.
   void attention_layer(const Qwen35LayerWeights& L, float* k_cache, float* v_cache, int64_t pos0, int64_t T);
   void ffn(const Qwen35LayerWeights& L, int64_t T);
+  // Floats a Replay pass logs per GDN layer for a batch of T tokens (ReplayLog::inputs).
+  int64_t replay_floats_per_layer(int64_t T) const;
   // kernels::matmul on the workspace's context, honouring ForwardOptions::column_shared.
   void project(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy);
 

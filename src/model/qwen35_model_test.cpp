@@ -166,6 +166,74 @@ TEST_F(TinyModel, RollbackStatesEqualPerTokenStates) {
   }
 }
 
+// A Replay pass copies no states; rolling back to any position of its batch recomputes the
+// state a snapshot pass holds there, bit for bit (the same per-token kernel on the same inputs),
+// truncates the KV, and the sequence then continues exactly as a sequence that stopped there.
+TEST_F(TinyModel, ReplayRollbackEqualsSnapshotsBitForBit) {
+  const auto tokens = random_tokens(60, model_->hparams().n_vocab, 8);
+  const int64_t P = 50, T = 4;
+  auto base = model_->new_sequence(256);
+  ForwardOutput o;
+  model_->forward(*base, std::span<const int32_t>(tokens.data(), P), ForwardOptions{}, o);
+  const std::span<const int32_t> batch(tokens.data() + P, T);
+  ForwardOptions snap;
+  snap.gdn = GdnAlgorithm::Recurrent;
+  snap.logits = LogitsMode::All;
+  snap.rollback_states = static_cast<int>(T);
+  ForwardOptions rep = snap;
+  rep.rollback_mode = RollbackMode::Replay;
+  auto a = model_->new_sequence(256);
+  a->copy_from(*base);
+  ForwardOutput snap_out;
+  model_->forward(*a, batch, snap, snap_out);
+  RecurrentCheckpoint before;  // n = 0: the state the batch started from
+  base->save_recurrent(before);
+  for (int64_t n = 0; n <= T; ++n) {
+    SCOPED_TRACE("roll back to " + std::to_string(P + n));
+    auto b = model_->new_sequence(256);
+    b->copy_from(*base);
+    ForwardOutput rep_out;
+    model_->forward(*b, batch, rep, rep_out);
+    EXPECT_TRUE(rep_out.rollback_states.empty());
+    EXPECT_EQ(rep_out.logits, snap_out.logits);  // the pass itself computes the same rows
+    model_->roll_back(*b, rep_out, P + n);
+    EXPECT_EQ(b->n_past(), P + n);
+    RecurrentCheckpoint got;
+    b->save_recurrent(got);
+    const std::vector<float>& want = n == 0 ? before.data : snap_out.rollback_states[static_cast<size_t>(T - n)].data;
+    ASSERT_EQ(got.data.size(), want.size());
+    EXPECT_EQ(std::memcmp(got.data.data(), want.data(), want.size() * sizeof(float)), 0);
+    // Continue from there: the same logits as a sequence that ran exactly [0, P + n).
+    auto c = model_->new_sequence(256);
+    ForwardOptions per_token;
+    per_token.gdn = GdnAlgorithm::Recurrent;
+    model_->forward(*c, std::span<const int32_t>(tokens.data(), P), ForwardOptions{}, o);
+    for (int64_t i = 0; i < n; ++i) model_->forward(*c, std::span<const int32_t>(tokens.data() + P + i, 1), per_token, o);
+    ForwardOutput ob, oc;
+    model_->forward(*b, std::span<const int32_t>(tokens.data() + 55, 3), ForwardOptions{}, ob);
+    model_->forward(*c, std::span<const int32_t>(tokens.data() + 55, 3), ForwardOptions{}, oc);
+    EXPECT_EQ(ob.logits, oc.logits);
+    // The log is spent: the state moved on.
+    EXPECT_THROW(model_->roll_back(*b, rep_out, P), std::logic_error);
+  }
+  // Wrong use: the log of another sequence, a position outside the batch, unsupported options.
+  auto d = model_->new_sequence(256);
+  d->copy_from(*base);
+  ForwardOutput rep_out;
+  model_->forward(*d, batch, rep, rep_out);
+  EXPECT_THROW(model_->roll_back(*base, rep_out, P), std::logic_error);
+  EXPECT_THROW(model_->roll_back(*d, rep_out, P - 1), std::out_of_range);
+  EXPECT_THROW(model_->roll_back(*d, rep_out, P + T + 1), std::out_of_range);
+  EXPECT_EQ(d->n_past(), P + T);
+  ForwardOptions bad = rep;
+  bad.gdn = GdnAlgorithm::Auto;
+  EXPECT_THROW(model_->forward(*d, batch, bad, rep_out), std::invalid_argument);
+  bad = rep;
+  bad.rollback_states = 2;
+  EXPECT_THROW(model_->forward(*d, batch, bad, rep_out), std::invalid_argument);
+  EXPECT_EQ(d->n_past(), P + T);
+}
+
 TEST_F(TinyModel, CloneContinuesIdentically) {
   const auto tokens = random_tokens(120, model_->hparams().n_vocab, 7);
   auto a = model_->new_sequence(256);

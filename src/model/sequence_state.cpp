@@ -1,6 +1,7 @@
 #include "model/sequence_state.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -17,6 +18,14 @@ SequenceState::SequenceState(const Qwen35HParams& hp, int64_t n_ctx)
   if (n_ctx <= 0) throw std::invalid_argument("SequenceState: n_ctx must be positive");
   recurrent_.assign(static_cast<size_t>(n_gdn_ * (conv_floats_ + ssm_floats_)), 0.0f);
   kv_.assign(static_cast<size_t>(2 * n_attn_ * n_ctx_ * kv_dim_), 0.0f);
+  bump_version();
+}
+
+void SequenceState::bump_version() {
+  // One counter for all sequences: a version is never seen on two states (nor on a new
+  // state at a freed one's address).
+  static std::atomic<uint64_t> counter{0};
+  version_ = counter.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
 void SequenceState::save_recurrent(RecurrentCheckpoint& cp) const {
@@ -37,9 +46,13 @@ void SequenceState::truncate_kv(int64_t pos) {
     throw std::out_of_range("SequenceState::truncate_kv: position " + std::to_string(pos) + " outside [0, " +
                             std::to_string(n_past_) + "]");
   n_past_ = pos;
+  bump_version();
 }
 
-void SequenceState::set_recurrent(const float* data) { std::memcpy(recurrent_.data(), data, recurrent_bytes()); }
+void SequenceState::set_recurrent(const float* data) {
+  std::memcpy(recurrent_.data(), data, recurrent_bytes());
+  bump_version();
+}
 
 void SequenceState::copy_from(const SequenceState& other) {
   if (other.recurrent_.size() != recurrent_.size() || other.kv_dim_ != kv_dim_ || other.n_attn_ != n_attn_)
@@ -55,11 +68,13 @@ void SequenceState::copy_from(const SequenceState& other) {
     std::copy(vs, vs + other.n_past_ * kv_dim_, v_cache(a));
   }
   n_past_ = other.n_past_;
+  bump_version();
 }
 
 void SequenceState::reset() {
   std::fill(recurrent_.begin(), recurrent_.end(), 0.0f);
   n_past_ = 0;
+  bump_version();
 }
 
 }  // namespace tandem

@@ -60,13 +60,21 @@ class SequenceState {
   void reset();
 
   // Advanced by the forward pass.
-  void advance(int64_t n) { n_past_ += n; }
+  void advance(int64_t n) {
+    n_past_ += n;
+    bump_version();
+  }
+  // Changes whenever the position or the recurrent state is set (a ReplayLog is only valid
+  // for the version the pass left).
+  uint64_t version() const { return version_; }
   const float* recurrent_data() const { return recurrent_.data(); }
   int64_t recurrent_floats() const { return static_cast<int64_t>(recurrent_.size()); }
 
  private:
+  void bump_version();
   int64_t n_ctx_;
   int64_t n_past_ = 0;
+  uint64_t version_ = 0;
   int n_gdn_, n_attn_;
   int64_t conv_floats_, ssm_floats_, kv_dim_;
   std::vector<float> recurrent_;

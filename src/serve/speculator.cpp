@@ -221,6 +221,7 @@ void Speculator::step(int32_t last, TokenPicker& picker, SpecStep& out, const Sp
   vopt_.hidden = cfg_.enabled;
   vopt_.rollback_states = k > 0 ? static_cast<int>(T) : 0;
   vopt_.rollback_live = false;  // accepting every draft keeps the live state: slot 0 is never used
+  vopt_.rollback_mode = cfg_.replay_rollback ? RollbackMode::Replay : RollbackMode::Snapshots;
   // Every token per token, as k + 1 decode steps would run them: the rows' logits are then
   // bit-identical to plain decoding (Auto would run the first token as a one-token chunk).
   vopt_.gdn = GdnAlgorithm::Recurrent;
@@ -245,13 +246,18 @@ void Speculator::step(int32_t last, TokenPicker& picker, SpecStep& out, const Sp
   }
   const int64_t j = static_cast<int64_t>(out.tokens.size()) - 1;  // drafts accepted (fed and kept)
 
-  // 4. Roll back to P + 1 + j: a retained state and a KV truncation, nothing recomputed.
+  // 4. Roll back to P + 1 + j: the KV truncated and the recurrent state of that position,
+  //    recomputed from the pass's replay log (j + 1 token updates) or copied from its snapshot.
   if (j < k) {
     const auto t2 = Clock::now();
-    const RecurrentCheckpoint& rb = vout_.rollback_states[static_cast<size_t>(k - j)];
-    if (rb.pos != P + 1 + j) throw std::logic_error("speculation: rollback state at the wrong position");
-    state_.truncate_kv(P + 1 + j);
-    state_.set_recurrent(rb.data.data());
+    if (cfg_.replay_rollback) {
+      model_.roll_back(state_, vout_, P + 1 + j);
+    } else {
+      const RecurrentCheckpoint& rb = vout_.rollback_states[static_cast<size_t>(k - j)];
+      if (rb.pos != P + 1 + j) throw std::logic_error("speculation: rollback state at the wrong position");
+      state_.truncate_kv(P + 1 + j);
+      state_.set_recurrent(rb.data.data());
+    }
     invalidate_from(P + 1 + j);
     counters_.rollback_ms += ms_since(t2);
   }

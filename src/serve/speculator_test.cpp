@@ -164,7 +164,7 @@ TEST_P(SpeculatorTest, GreedyOutputEqualsPlainDecodingUnderEverySwitch) {
   for (const Req& r : reqs) ref.push_back(reference(plain, r.prompt, kOut));
 
   enum class Drafter { Mtp, Correct, Wrong };
-  for (int combo = 0; combo < 32; ++combo)
+  for (int combo = 0; combo < 64; ++combo)
     for (Drafter drafter : {Drafter::Mtp, Drafter::Correct, Drafter::Wrong}) {
       SpecConfig cfg;
       cfg.rollback_aware_prefill = combo & 1;
@@ -172,8 +172,10 @@ TEST_P(SpeculatorTest, GreedyOutputEqualsPlainDecodingUnderEverySwitch) {
       cfg.trimmed_head = combo & 4;
       cfg.retain_prefill_states = !(combo & 8);
       cfg.draft_max = (combo & 16) ? 1 : 3;
+      cfg.replay_rollback = !(combo & 32);
       cfg.enabled = !(combo == 31);  // and once fully off
       if (drafter != Drafter::Mtp && (combo & 7) != 0) continue;  // forced drafters: fewer combos
+      if ((combo & 32) && (combo & 6) != 0) continue;              // copy rollbacks: fewer combos too
       SCOPED_TRACE("combo " + std::to_string(combo) + " drafter " + std::to_string(static_cast<int>(drafter)));
       PromptCache cache;
       auto slot = make_slot(trim, &cache);
@@ -316,13 +318,15 @@ TEST_P(SpeculatorTest, RollbackStateEqualsPerTokenRunForEveryAcceptedCount) {
   const auto prompt = random_tokens(45, n_vocab, 21);
   constexpr int K = 3;
   const std::vector<int32_t> ref = reference(m, prompt, K + 2);
-  for (bool shared : {true, false})
+  for (int variant = 0; variant < 3; ++variant)
     for (int j = 0; j <= K; ++j) {
-      SCOPED_TRACE("j=" + std::to_string(j) + (shared ? "" : " column-by-column"));
+      const bool shared = variant != 1, replay = variant != 2;
+      SCOPED_TRACE("j=" + std::to_string(j) + (shared ? "" : " column-by-column") + (replay ? " replay" : " copy"));
       auto st = m.new_sequence(kCtx);
       SpecConfig cfg;
       cfg.draft_max = K;
       cfg.column_shared_verify = shared;
+      cfg.replay_rollback = replay;
       Speculator spec(m, *st, cfg);
       ForwardOptions po;
       spec.configure_pass(static_cast<int64_t>(prompt.size()), po);

@@ -77,29 +77,5 @@ TEST(Elementwise, SiluProductsMatchScalarOnEveryTier) {
   }
 }
 
-// The streaming copy: every byte, any alignment of either side, lengths around a vector and a
-// cache line, and nothing written outside [dst, dst + n).
-TEST(Elementwise, StreamingCopyEqualsMemcpyOnEveryTier) {
-  std::mt19937 rng(11);
-  std::normal_distribution<float> nd;
-  std::vector<float> src(20000), dst(20000);
-  for (auto& v : src) v = nd(rng);
-  for (CpuTier tier : tiers()) {
-    set_cpu_tier(tier);
-    for (int64_t n : {0, 1, 15, 16, 17, 31, 64, 1000, 16384 + 5})
-      for (int64_t s0 : {0, 1, 7})
-        for (int64_t d0 : {0, 3, 16}) {
-          std::fill(dst.begin(), dst.end(), -1.0f);
-          copy_streaming(dst.data() + d0, src.data() + s0, n);
-          for (int64_t i = 0; i < static_cast<int64_t>(dst.size()); ++i) {
-            const float want = i >= d0 && i < d0 + n ? src[static_cast<size_t>(i - d0 + s0)] : -1.0f;
-            ASSERT_EQ(dst[static_cast<size_t>(i)], want)
-                << "n " << n << " src+" << s0 << " dst+" << d0 << " at " << i << " " << cpu_tier_name(tier);
-          }
-        }
-  }
-  set_cpu_tier(cpu_features().best_tier());
-}
-
 }  // namespace
 }  // namespace tandem::kernels

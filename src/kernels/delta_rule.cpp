@@ -17,6 +17,8 @@ void delta_rule_recurrent_ref(const DeltaRuleInput& in, float* state, float* sna
   for (int h = in.h_begin; h < in.head_end(); ++h) {
     const int kh = h % in.H_k;
     float* S = state + static_cast<int64_t>(h) * d * d;
+    if (in.state_in)
+      std::memcpy(S, in.state_in + static_cast<int64_t>(h) * d * d, static_cast<size_t>(d) * d * sizeof(float));
     for (int64_t t = 0; t < in.T; ++t) {
       const float* q = in.q + t * in.ldqk + kh * d;
       const float* k = in.k + t * in.ldqk + kh * d;

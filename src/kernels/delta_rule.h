@@ -44,13 +44,18 @@ struct DeltaRuleInput {
   // each state in its own buffer (speculative rollback slots) with every head's state in
   // cache for all T tokens, instead of one call per token.
   float* const* snapshot_to = nullptr;
+  // Recurrent only: when set, the state before the batch is read from here (a whole state's
+  // base) and the state after it is written to `state`, which need not hold anything yet: a
+  // pass can keep its starting state (a replay log) without copying it. The final rows are
+  // then written with streaming stores where aligned (nothing reads them before the next pass).
+  const float* state_in = nullptr;
 
   int head_end() const { return h_end < 0 ? H_v : h_end; }
 
   int64_t state_floats() const { return static_cast<int64_t>(H_v) * d * d; }
 };
 
-// Per-token recurrence. Updates state in place. If snapshots is non-null, the state
+// Per-token recurrence. Updates state in place (or from in.state_in). If snapshots is non-null, the state
 // after each token t >= snapshot_from is copied to snapshots + (t - snapshot_from) * state_floats
 // (only the processed heads' part of each snapshot is written); in.snapshot_to, when set,
 // names each token's destination instead.

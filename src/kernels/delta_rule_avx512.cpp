@@ -386,59 +386,115 @@ void chunk_head(const DeltaRuleInput& in, int h, int64_t t0, int n, Work& w) {
 }
 
 // ---------------------------------------------------------------------------
-// Per-token recurrence: one pass over each state row per token (decay and k·row,
-// then the delta update and q·row while the row is still in registers).
+// Per-token recurrence. Row j of a head's state (over the key index) only ever meets k, q,
+// v[j], the decay and beta: rows are independent. So each row is loaded once, carried in
+// registers through a block of tokens (outputs and snapshot rows written on the way) and
+// stored once: the state crosses the cache hierarchy once per block instead of once per
+// token. Per element the operations are those of the token-by-token order, so the results
+// are the same bits whatever the block length or T.
+
+constexpr int kRowTokens = 64;  // tokens per block: their decays and betas sit on the stack
 
 template <int NV>
-void recurrent_head(const DeltaRuleInput& in, int h, float* S, float* snapshots, int64_t snapshot_from) {
+void recurrent_head(const DeltaRuleInput& in, int h, float* S, const float* S_in, float* snapshots,
+                    int64_t snapshot_from) {
   constexpr int d = 16 * NV;
+  // Rows per step: each row's token chain (decay, k-dot and its reduction, update, q-dot) is
+  // one long dependency; R independent rows side by side keep the vector units busy.
+  constexpr int R = NV <= 4 ? 4 : 2;
+  static_assert(d % R == 0, "rows per step must divide d");
   const int kh = h % in.H_k;
   const float scale = 1.0f / sqrtf(static_cast<float>(d));
   const int64_t sf = static_cast<int64_t>(in.H_v) * d * d;
-  for (int64_t t = 0; t < in.T; ++t) {
-    const float* q = in.q + t * in.ldqk + kh * d;
-    const float* k = in.k + t * in.ldqk + kh * d;
-    const float* v = in.v + t * in.ldv + h * d;
-    const __m512 decay = _mm512_set1_ps(expf(in.g[t * in.H_v + h]));
-    const float beta = in.beta[t * in.H_v + h];
-    float* o = in.out + t * in.ldo + h * d;
-    __m512 kr[NV], qr[NV];
-#pragma GCC unroll 8
-    for (int u = 0; u < NV; ++u) {
-      kr[u] = _mm512_loadu_ps(k + 16 * u);
-      qr[u] = _mm512_loadu_ps(q + 16 * u);
+  const int64_t hoff = static_cast<int64_t>(h) * d * d;
+  // The final rows go out with streaming stores when the state was read from elsewhere: the
+  // destination's old lines need not be fetched.
+  const bool stream = S_in != nullptr && (reinterpret_cast<uintptr_t>(S) & 63) == 0;
+  float decay[kRowTokens], beta[kRowTokens];
+  float* snap[kRowTokens];
+  for (int64_t t0 = 0; t0 < in.T; t0 += kRowTokens) {
+    const int n = static_cast<int>(in.T - t0 < kRowTokens ? in.T - t0 : kRowTokens);
+    for (int i = 0; i < n; ++i) {
+      const int64_t t = t0 + i;
+      decay[i] = expf(in.g[t * in.H_v + h]);
+      beta[i] = in.beta[t * in.H_v + h];
+      float* base = in.snapshot_to ? in.snapshot_to[t]
+                                   : snapshots && t >= snapshot_from ? snapshots + (t - snapshot_from) * sf : nullptr;
+      snap[i] = base ? base + hoff : nullptr;
     }
-    for (int j = 0; j < d; ++j) {
-      float* row = S + j * d;
-      __m512 x[NV];
-      __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+    const float* src = t0 == 0 && S_in ? S_in : S;
+    const bool last = t0 + n == in.T;
+    for (int j = 0; j < d; j += R) {
+      __m512 x[R][NV];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
-      for (int u = 0; u < NV; ++u) {
-        x[u] = _mm512_mul_ps(_mm512_loadu_ps(row + 16 * u), decay);
-        if (u & 1) a1 = _mm512_fmadd_ps(x[u], kr[u], a1);
-        else a0 = _mm512_fmadd_ps(x[u], kr[u], a0);
-      }
-      const float kv = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
-      const __m512 delta = _mm512_set1_ps(beta * (v[j] - kv));
-      __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
+        for (int u = 0; u < NV; ++u) x[r][u] = _mm512_loadu_ps(src + (j + r) * d + 16 * u);
+      for (int i = 0; i < n; ++i) {
+        const int64_t t = t0 + i;
+        const float* q = in.q + t * in.ldqk + kh * d;
+        const float* k = in.k + t * in.ldqk + kh * d;
+        const float* v = in.v + t * in.ldv + h * d + j;
+        float* o = in.out + t * in.ldo + h * d + j;
+        const __m512 dc = _mm512_set1_ps(decay[i]);
+        __m512 a0[R], a1[R];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) a0[r] = a1[r] = _mm512_setzero_ps();
 #pragma GCC unroll 8
-      for (int u = 0; u < NV; ++u) {
-        x[u] = _mm512_fmadd_ps(kr[u], delta, x[u]);
-        _mm512_storeu_ps(row + 16 * u, x[u]);
-        if (u & 1) b1 = _mm512_fmadd_ps(x[u], qr[u], b1);
-        else b0 = _mm512_fmadd_ps(x[u], qr[u], b0);
+        for (int u = 0; u < NV; ++u) {
+          const __m512 ku = _mm512_loadu_ps(k + 16 * u);
+#pragma GCC unroll 4
+          for (int r = 0; r < R; ++r) {
+            x[r][u] = _mm512_mul_ps(x[r][u], dc);
+            if (u & 1) a1[r] = _mm512_fmadd_ps(x[r][u], ku, a1[r]);
+            else a0[r] = _mm512_fmadd_ps(x[r][u], ku, a0[r]);
+          }
+        }
+        __m512 delta[R], b0[R], b1[R];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          const float kv = _mm512_reduce_add_ps(_mm512_add_ps(a0[r], a1[r]));
+          delta[r] = _mm512_set1_ps(beta[i] * (v[r] - kv));
+          b0[r] = b1[r] = _mm512_setzero_ps();
+        }
+#pragma GCC unroll 8
+        for (int u = 0; u < NV; ++u) {
+          const __m512 ku = _mm512_loadu_ps(k + 16 * u), qu = _mm512_loadu_ps(q + 16 * u);
+#pragma GCC unroll 4
+          for (int r = 0; r < R; ++r) {
+            x[r][u] = _mm512_fmadd_ps(ku, delta[r], x[r][u]);
+            if (u & 1) b1[r] = _mm512_fmadd_ps(x[r][u], qu, b1[r]);
+            else b0[r] = _mm512_fmadd_ps(x[r][u], qu, b0[r]);
+          }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) o[r] = _mm512_reduce_add_ps(_mm512_add_ps(b0[r], b1[r])) * scale;
+        if (snap[i]) {
+#pragma GCC unroll 4
+          for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+            for (int u = 0; u < NV; ++u) _mm512_storeu_ps(snap[i] + (j + r) * d + 16 * u, x[r][u]);
+        }
       }
-      o[j] = _mm512_reduce_add_ps(_mm512_add_ps(b0, b1)) * scale;
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+        for (int u = 0; u < NV; ++u) {
+          float* dst = S + (j + r) * d + 16 * u;
+          if (stream && last) _mm512_stream_ps(dst, x[r][u]);
+          else _mm512_storeu_ps(dst, x[r][u]);
+        }
     }
-    float* snap = in.snapshot_to ? in.snapshot_to[t]
-                                 : snapshots && t >= snapshot_from ? snapshots + (t - snapshot_from) * sf : nullptr;
-    if (snap) memcpy(snap + static_cast<int64_t>(h) * d * d, S, static_cast<size_t>(d) * d * sizeof(float));
   }
+  if (stream) _mm_sfence();
 }
 
-// Any d that is a multiple of 16 (rows too long to keep in registers): two passes per row.
-void recurrent_head_any(const DeltaRuleInput& in, int h, float* S, float* snapshots, int64_t snapshot_from) {
+// Any d that is a multiple of 16 (rows too long to keep in registers): two passes per row,
+// token by token.
+void recurrent_head_any(const DeltaRuleInput& in, int h, float* S, const float* S_in, float* snapshots,
+                        int64_t snapshot_from) {
   const int d = in.d;
+  if (S_in) memcpy(S, S_in, static_cast<size_t>(d) * d * sizeof(float));
   const int kh = h % in.H_k;
   const float scale = 1.0f / sqrtf(static_cast<float>(d));
   const int64_t sf = static_cast<int64_t>(in.H_v) * d * d;
@@ -479,17 +535,19 @@ void delta_rule_recurrent(const DeltaRuleInput& in, float* state, float* snapsho
   const int d = in.d;
   const int h_end = in.h_end < 0 ? in.H_v : in.h_end;
   for (int h = in.h_begin; h < h_end; ++h) {
-    float* S = state + static_cast<int64_t>(h) * d * d;
+    const int64_t off = static_cast<int64_t>(h) * d * d;
+    float* S = state + off;
+    const float* S_in = in.state_in ? in.state_in + off : nullptr;
     switch (d) {
-      case 16: recurrent_head<1>(in, h, S, snapshots, snapshot_from); break;
-      case 32: recurrent_head<2>(in, h, S, snapshots, snapshot_from); break;
-      case 48: recurrent_head<3>(in, h, S, snapshots, snapshot_from); break;
-      case 64: recurrent_head<4>(in, h, S, snapshots, snapshot_from); break;
-      case 80: recurrent_head<5>(in, h, S, snapshots, snapshot_from); break;
-      case 96: recurrent_head<6>(in, h, S, snapshots, snapshot_from); break;
-      case 112: recurrent_head<7>(in, h, S, snapshots, snapshot_from); break;
-      case 128: recurrent_head<8>(in, h, S, snapshots, snapshot_from); break;
-      default: recurrent_head_any(in, h, S, snapshots, snapshot_from); break;
+      case 16: recurrent_head<1>(in, h, S, S_in, snapshots, snapshot_from); break;
+      case 32: recurrent_head<2>(in, h, S, S_in, snapshots, snapshot_from); break;
+      case 48: recurrent_head<3>(in, h, S, S_in, snapshots, snapshot_from); break;
+      case 64: recurrent_head<4>(in, h, S, S_in, snapshots, snapshot_from); break;
+      case 80: recurrent_head<5>(in, h, S, S_in, snapshots, snapshot_from); break;
+      case 96: recurrent_head<6>(in, h, S, S_in, snapshots, snapshot_from); break;
+      case 112: recurrent_head<7>(in, h, S, S_in, snapshots, snapshot_from); break;
+      case 128: recurrent_head<8>(in, h, S, S_in, snapshots, snapshot_from); break;
+      default: recurrent_head_any(in, h, S, S_in, snapshots, snapshot_from); break;
     }
   }
 }

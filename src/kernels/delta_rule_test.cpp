@@ -246,6 +246,33 @@ TEST(DeltaRule, RecurrentSnapshotsAreThePerTokenStates) {
   }
 }
 
+// Reading the starting state from elsewhere (state_in) gives the in-place result bit for bit,
+// whatever the destination held, with snapshots, and for batches longer than the kernel's
+// block of tokens (70 > 64); the source is left as it was.
+TEST(DeltaRule, RecurrentFromAnotherBufferEqualsInPlace) {
+  TierGuard guard;
+  for (const Shape& sh : kShapes)
+    for (int64_t T : {1, 4, 70}) {
+      Case c = make_case(sh.H_k, sh.H_v, sh.d, T, 41u + static_cast<uint32_t>(sh.d + T));
+      const int64_t sf = static_cast<int64_t>(c.H_v) * c.d * c.d, ld = static_cast<int64_t>(c.H_v) * c.d;
+      for (CpuTier tier : available_tiers()) {
+        set_cpu_tier(tier);
+        SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << sh.d << ", T=" << T);
+        std::vector<float> out_a(T * ld), out_b(T * ld, -3.0f), S_a = c.state0, snaps_a(T * sf), snaps_b(T * sf);
+        delta_rule_recurrent(input_of(c, out_a.data()), S_a.data(), snaps_a.data(), 0);
+        const std::vector<float> src = c.state0;
+        std::vector<float> S_b(sf, 99.0f);
+        DeltaRuleInput in = input_of(c, out_b.data());
+        in.state_in = src.data();
+        delta_rule_recurrent(in, S_b.data(), snaps_b.data(), 0);
+        EXPECT_EQ(S_b, S_a);
+        EXPECT_EQ(out_b, out_a);
+        EXPECT_EQ(snaps_b, snaps_a);
+        EXPECT_EQ(src, c.state0);
+      }
+    }
+}
+
 // A head range touches only its heads (state, outputs, cut states and snapshots),
 // and gives those heads the same result as a full run.
 TEST(DeltaRule, HeadRangeTouchesOnlyItsHeads) {

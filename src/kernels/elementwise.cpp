@@ -1,7 +1,5 @@
 #include "kernels/elementwise.h"
 
-#include <cstring>
-
 #include "kernels/activations.h"
 #include "kernels/elementwise_avx512.h"
 #include "runtime/cpu_features.h"
@@ -16,11 +14,6 @@ void silu_mul(const float* g, const float* u, float* y, int64_t n) {
 void mul_silu(float* x, const float* z, int64_t n) {
   if (active_cpu_tier() >= CpuTier::Avx512Vnni) return avx512::mul_silu(x, z, n);
   for (int64_t i = 0; i < n; ++i) x[i] *= silu(z[i]);
-}
-
-void copy_streaming(float* dst, const float* src, int64_t n) {
-  if (active_cpu_tier() >= CpuTier::Avx512Vnni) return avx512::copy_streaming(dst, src, n);
-  if (n > 0) std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
 }
 
 }  // namespace tandem::kernels

@@ -9,9 +9,5 @@ namespace tandem::kernels {
 void silu_mul(const float* g, const float* u, float* y, int64_t n);
 // x[i] *= silu(z[i])         (the output gate of the Gated DeltaNet norm)
 void mul_silu(float* x, const float* z, int64_t n);
-// dst[i] = src[i] with stores that bypass the caches (non-temporal): for state copies that
-// are read back rarely and later (a replay log's "before" state), so that they neither
-// evict the working set nor pay a read-for-ownership of dst. Ordered before return.
-void copy_streaming(float* dst, const float* src, int64_t n);
 
 }  // namespace tandem::kernels

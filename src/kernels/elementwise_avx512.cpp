@@ -3,8 +3,6 @@
 
 #include <math.h>
 
-#include <cstdint>
-
 #include "kernels/simd_avx512.h"
 
 namespace tandem::kernels::avx512 {
@@ -27,15 +25,6 @@ void mul_silu(float* x, const float* z, int64_t n) {
     const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
     _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), silu_ps(_mm512_maskz_loadu_ps(m, z + i))));
   }
-}
-
-void copy_streaming(float* dst, const float* src, int64_t n) {
-  int64_t i = 0;
-  // Element by element up to a 64-byte boundary of dst (streaming stores want whole lines).
-  for (; i < n && (reinterpret_cast<uintptr_t>(dst + i) & 63) != 0; ++i) dst[i] = src[i];
-  for (; i + 16 <= n; i += 16) _mm512_stream_ps(dst + i, _mm512_loadu_ps(src + i));
-  for (; i < n; ++i) dst[i] = src[i];
-  _mm_sfence();
 }
 
 // Channel-major: 16 channels per vector, their K taps gathered once, the window of the

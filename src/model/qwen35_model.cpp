@@ -244,8 +244,10 @@ void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, co
     ReplayLog& log = out.replay;
     log.pos0 = pos0;
     log.T = T;
-    log.before.resize(floats);
     log.inputs.resize(static_cast<size_t>(hp_.n_recurrent_layers() * replay_floats_per_layer(T)));
+    // The starting state becomes the log's; every GDN layer writes the new one into the
+    // buffer the sequence gets in exchange (the log's previous one: nothing to copy).
+    st.swap_recurrent(log.before);
   }
   resize_states(out.rollback_states, static_cast<size_t>(n_rb), out.spare_states, floats);
   for (int64_t s = 0; s < n_rb; ++s) out.rollback_states[s].pos = pos0 + T - s;
@@ -326,24 +328,28 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
   float* conv_state = st.conv(g);
   const size_t conv_off = static_cast<size_t>(conv_state - st.recurrent_data());
   float* conv_out = replay ? log_in + T * conv_dim : sized(ws.conv_out, T * conv_dim);
-  if (replay)
-    std::memcpy(out.replay.before.data() + conv_off, conv_state, static_cast<size_t>(st.conv_floats()) * sizeof(float));
+  // The state before the batch: the sequence's, or in a Replay pass the log's (see forward()).
+  const float* conv_before = replay ? out.replay.before.data() + conv_off : conv_state;
   // Channels are independent: ranges of 256 channels are the pool's tasks.
   const int64_t conv_block = 256;
   pool_->parallel_for((conv_dim + conv_block - 1) / conv_block, [&](int64_t b, int) {
     const int64_t c0 = b * conv_block, nc = std::min(conv_block, conv_dim - c0);
-    conv1d_silu(mixed + c0, conv_dim, T, nc, K, L.ssm_conv1d.data() + c0 * K, conv_state + c0 * (K - 1),
+    conv1d_silu(mixed + c0, conv_dim, T, nc, K, L.ssm_conv1d.data() + c0 * K, conv_before + c0 * (K - 1),
                 conv_out + c0, conv_dim);
   });
   for (size_t i = 0; i < rel_cuts.size(); ++i)
-    conv_state_after(mixed, conv_dim, rel_cuts[i], conv_dim, K, conv_state, out.cut_states[i].data.data() + conv_off);
+    conv_state_after(mixed, conv_dim, rel_cuts[i], conv_dim, K, conv_before, out.cut_states[i].data.data() + conv_off);
   for (size_t s = 0; s < out.rollback_states.size(); ++s)
     if (out.rollback_states[s].pos >= 0)  // pos -1: the live state's slot, not kept
-      conv_state_after(mixed, conv_dim, T - static_cast<int64_t>(s), conv_dim, K, conv_state,
+      conv_state_after(mixed, conv_dim, T - static_cast<int64_t>(s), conv_dim, K, conv_before,
                        out.rollback_states[s].data.data() + conv_off);
-  float* conv_tmp = sized(ws.conv_tmp, static_cast<size_t>(st.conv_floats()));
-  conv_state_after(mixed, conv_dim, T, conv_dim, K, conv_state, conv_tmp);
-  std::memcpy(conv_state, conv_tmp, static_cast<size_t>(st.conv_floats()) * sizeof(float));
+  if (replay) {
+    conv_state_after(mixed, conv_dim, T, conv_dim, K, conv_before, conv_state);
+  } else {  // in place: through a copy, the old state being an input
+    float* conv_tmp = sized(ws.conv_tmp, static_cast<size_t>(st.conv_floats()));
+    conv_state_after(mixed, conv_dim, T, conv_dim, K, conv_state, conv_tmp);
+    std::memcpy(conv_state, conv_tmp, static_cast<size_t>(st.conv_floats()) * sizeof(float));
+  }
 
   // 3. Split q | k | v and L2-normalise q and k per head.
   for (int64_t t = 0; t < T; ++t)
@@ -409,11 +415,8 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
       }
       DeltaRuleInput part = in;
       part.snapshot_to = any ? dst.data() : nullptr;
-      // Replay: the state from before the batch goes to the log, head by head as it is read.
-      float* keep = replay ? out.replay.before.data() + ssm_off : nullptr;
-      const size_t head_floats = static_cast<size_t>(d) * d;
+      part.state_in = replay ? out.replay.before.data() + ssm_off : nullptr;  // the whole batch is this segment
       pool_->parallel_for(H_v, [&](int64_t h, int) {
-        if (keep) copy_streaming(keep + h * head_floats, ssm + h * head_floats, static_cast<int64_t>(head_floats));
         DeltaRuleInput one = part;
         one.h_begin = static_cast<int>(h);
         one.h_end = static_cast<int>(h) + 1;
@@ -490,9 +493,12 @@ void Qwen35Model::roll_back(SequenceState& st, const ForwardOutput& out, int64_t
     in.out = o;
     in.ldo = vdim;
     // The same per-token kernel on the same inputs as the pass: the same state, bit for bit.
+    in.state_in = before_ssm;
     pool_->parallel_for(H_v, [&](int64_t h, int) {
-      std::memcpy(ssm + h * head_floats, before_ssm + h * head_floats, head_floats * sizeof(float));
-      if (n == 0) return;
+      if (n == 0) {
+        std::memcpy(ssm + h * head_floats, before_ssm + h * head_floats, head_floats * sizeof(float));
+        return;
+      }
       DeltaRuleInput one = in;
       one.h_begin = static_cast<int>(h);
       one.h_end = static_cast<int>(h) + 1;

@@ -66,7 +66,7 @@ struct ReplayLog {
   const SequenceState* seq = nullptr;  // the sequence the pass ran on
   uint64_t seq_version = 0;            // its version right after the pass (stale once it moves on)
   int64_t pos0 = 0, T = 0;             // the batch
-  std::vector<float> before;           // the recurrent state at pos0 (SequenceState layout)
+  StateBuffer before;                  // the recurrent state at pos0 (the sequence's own buffer)
   // Per GDN layer, for the batch's T tokens: the conv input rows (T x conv_dim), the
   // normalised q|k|v rows the delta rule read (T x conv_dim), its decay and beta (T x H_v each).
   std::vector<float> inputs;

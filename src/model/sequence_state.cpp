@@ -54,6 +54,12 @@ void SequenceState::set_recurrent(const float* data) {
   bump_version();
 }
 
+void SequenceState::swap_recurrent(StateBuffer& other) {
+  other.resize(recurrent_.size());
+  recurrent_.swap(other);
+  bump_version();
+}
+
 void SequenceState::copy_from(const SequenceState& other) {
   if (other.recurrent_.size() != recurrent_.size() || other.kv_dim_ != kv_dim_ || other.n_attn_ != n_attn_)
     throw std::invalid_argument("SequenceState::copy_from: states of different models");

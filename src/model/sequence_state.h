@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/cache_aligned.h"
+
 #include "model/qwen35_hparams.h"
 
 namespace tandem {
@@ -22,6 +24,10 @@ struct RecurrentCheckpoint {
   std::vector<float> data;
   size_t bytes() const { return data.size() * sizeof(float); }
 };
+
+// A sequence's recurrent state (conv states then delta-rule states, every GDN layer), cache-line
+// aligned so that kernels may stream whole rows into it.
+using StateBuffer = CacheAlignedVector<float>;
 
 class SequenceState {
  public:
@@ -54,6 +60,9 @@ class SequenceState {
   void truncate_kv(int64_t pos);
   // Overwrites the recurrent state (a buffer of recurrent_bytes(), e.g. a rollback state).
   void set_recurrent(const float* data);
+  // Exchanges the recurrent state's storage with other (resized to recurrent_floats() first),
+  // in O(1): a pass can keep the state it started from while writing the new one elsewhere.
+  void swap_recurrent(StateBuffer& other);
   // Makes this an exact copy of other (same model, this n_ctx >= other's n_past).
   void copy_from(const SequenceState& other);
   // Back to an empty sequence: zero state, position 0.
@@ -77,7 +86,7 @@ class SequenceState {
   uint64_t version_ = 0;
   int n_gdn_, n_attn_;
   int64_t conv_floats_, ssm_floats_, kv_dim_;
-  std::vector<float> recurrent_;
+  StateBuffer recurrent_;
   std::vector<float> kv_;
 };
 

@@ -240,11 +240,14 @@ void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, 
 }
 
 // Rows per task: the AMX panel size; otherwise multiples of 4, ~8 tasks per thread for
-// load balance on a shared machine, at most 64 for GEMM so a task's rows stay in cache.
+// load balance on a shared machine, at most 64 for GEMM so a task's rows stay in cache, and
+// at most kMaxTaskRows so that a large matrix (the output head: 150k rows) is not cut into
+// tasks of half a millisecond each, one of which a thread may end up waiting for.
+constexpr int64_t kMaxTaskRows = 1024;
 int64_t rows_per_task(const Prepared& p, int64_t rows, ThreadPool* pool) {
   if (p.path == Path::Amx) return amx::kPanelRows;
   const int threads = pool ? pool->size() : 1;
-  int64_t per = (rows + threads * 8 - 1) / (threads * 8);
+  int64_t per = std::min(kMaxTaskRows, (rows + threads * 8 - 1) / (threads * 8));
   if (p.T > kCols) per = std::min<int64_t>(per, 64);
   return std::max<int64_t>(4, (per + 3) / 4 * 4);
 }

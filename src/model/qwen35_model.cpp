@@ -330,12 +330,18 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
   float* conv_out = replay ? log_in + T * conv_dim : sized(ws.conv_out, T * conv_dim);
   // The state before the batch: the sequence's, or in a Replay pass the log's (see forward()).
   const float* conv_before = replay ? out.replay.before.data() + conv_off : conv_state;
-  // Channels are independent: ranges of 256 channels are the pool's tasks.
-  const int64_t conv_block = 256;
+  // Channels are independent: ranges of whole heads (~256 channels) are the pool's tasks,
+  // each also L2-normalising its q and k heads (channels [0, 2 key_dim)) for every token.
+  const int64_t conv_block = std::max<int64_t>(1, 256 / d) * d;
   pool_->parallel_for((conv_dim + conv_block - 1) / conv_block, [&](int64_t b, int) {
     const int64_t c0 = b * conv_block, nc = std::min(conv_block, conv_dim - c0);
     conv1d_silu(mixed + c0, conv_dim, T, nc, K, L.ssm_conv1d.data() + c0 * K, conv_before + c0 * (K - 1),
                 conv_out + c0, conv_dim);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t c = c0; c + d <= c0 + nc && c < 2 * kdim; c += d) {
+        float* p = conv_out + t * conv_dim + c;
+        l2_norm(p, p, d, hp_.rms_eps);
+      }
   });
   for (size_t i = 0; i < rel_cuts.size(); ++i)
     conv_state_after(mixed, conv_dim, rel_cuts[i], conv_dim, K, conv_before, out.cut_states[i].data.data() + conv_off);
@@ -351,12 +357,7 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
     std::memcpy(conv_state, conv_tmp, static_cast<size_t>(st.conv_floats()) * sizeof(float));
   }
 
-  // 3. Split q | k | v and L2-normalise q and k per head.
-  for (int64_t t = 0; t < T; ++t)
-    for (int h = 0; h < 2 * H_k; ++h) {
-      float* p = conv_out + t * conv_dim + static_cast<int64_t>(h) * d;
-      l2_norm(p, p, d, hp_.rms_eps);
-    }
+  // 3. q | k | v split: q and k were L2-normalised per head in the conv tasks above.
 
   // 4. Delta rule, segment by segment: segments end at every cut and where the
   //    per-token rollback tail starts, so those states exist between segments.
@@ -387,6 +388,14 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
     const int64_t slot = T - after_tokens;
     if (K_rb > 0 && slot >= 0 && slot < K_rb && out.rollback_states[static_cast<size_t>(slot)].pos >= 0)
       std::memcpy(out.rollback_states[slot].data.data() + ssm_off, state, sf * sizeof(float));
+  };
+  // 5. (in the same tasks) Gated RMSNorm of head h's outputs for tokens [t0, t1).
+  auto gated_norm = [&](int64_t h, int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      float* oh = o + t * vdim + h * d;
+      rms_norm(oh, L.ssm_norm.data(), oh, d, hp_.rms_eps);
+      mul_silu(oh, z + t * vdim + h * d, d);
+    }
   };
   int64_t s = 0;
   size_t next_cut = 0;
@@ -421,6 +430,7 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
         one.h_begin = static_cast<int>(h);
         one.h_end = static_cast<int>(h) + 1;
         delta_rule_recurrent(one, ssm);
+        gated_norm(h, s, e);
       });
     } else {
       pool_->parallel_for(H_v, [&](int64_t h, int thread) {
@@ -428,6 +438,7 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
         one.h_begin = static_cast<int>(h);
         one.h_end = static_cast<int>(h) + 1;
         delta_rule_chunked(one, ssm, ws.per_thread[thread]);
+        gated_norm(h, s, e);
       });
       save_rollback(e, ssm);
     }
@@ -438,14 +449,7 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
     s = e;
   }
 
-  // 5. Gated RMSNorm per value head, then the output projection.
-  for (int64_t t = 0; t < T; ++t)
-    for (int h = 0; h < H_v; ++h) {
-      float* oh = o + t * vdim + static_cast<int64_t>(h) * d;
-      const float* zh = z + t * vdim + static_cast<int64_t>(h) * d;
-      rms_norm(oh, L.ssm_norm.data(), oh, d, hp_.rms_eps);
-      mul_silu(oh, zh, d);
-    }
+  // 6. The output projection.
   project(L.ssm_out, o, vdim, T, sized(ws.m, T * n_embd), n_embd);
 }
 
@@ -561,14 +565,12 @@ void Qwen35Model::attention_layer(const Qwen35LayerWeights& L, float* kc, float*
       }
     attention_rows(rows, hd, 1.0f / std::sqrt(static_cast<float>(hd)), kc + static_cast<int64_t>(g) * hd,
                    vc + static_cast<int64_t>(g) * hd, kvd, ws.per_thread[thread]);
-  });
-  // Output gate.
-  for (int64_t t = 0; t < T; ++t)
-    for (int h = 0; h < nh; ++h) {
-      float* oh = o + t * nh * hd + static_cast<int64_t>(h) * hd;
-      const float* gate = qg + t * qdim + static_cast<int64_t>(h) * 2 * hd + hd;
-      for (int j = 0; j < hd; ++j) oh[j] *= sigmoid(gate[j]);
+    // The output gate of the task's rows.
+    for (int r = 0; r < rows.n; ++r) {
+      const float* gate = rows.q[r] + hd;
+      for (int j = 0; j < hd; ++j) rows.out[r][j] *= sigmoid(gate[j]);
     }
+  });
   project(L.attn_output, o, nh * hd, T, sized(ws.m, T * n_embd), n_embd);
 }
 

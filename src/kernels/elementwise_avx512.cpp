@@ -33,28 +33,42 @@ void conv1d_silu(const float* x, int64_t ldx, int64_t T, int64_t channels, int K
                  float* y, int64_t ldy) {
   const int S = K - 1;
   constexpr int kMaxTaps = 8;
+  // Token-outer over a strip of up to kGroups x 16 channels: each token's row is then read as
+  // one contiguous run (the rows lie ldx floats apart, ~24 KB in a real model; going down one
+  // 16-channel column token by token touched a new page per load, which the prefetchers do
+  // not follow). The strip's taps and window live in small arrays that stay in L1.
+  constexpr int kGroups = 16;
   if (K > kMaxTaps) return;  // the caller only dispatches here for K <= 8
-  for (int64_t c0 = 0; c0 < channels; c0 += 16) {
-    const int nc = channels - c0 < 16 ? static_cast<int>(channels - c0) : 16;
-    const __mmask16 m = static_cast<__mmask16>(nc == 16 ? 0xFFFFu : (1u << nc) - 1);
-    __m512 wt[kMaxTaps], prev[kMaxTaps];
-    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                           _mm512_set1_epi32(K));
-    const __m512i sidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                            _mm512_set1_epi32(S));
-    for (int j = 0; j < K; ++j)
-      wt[j] = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, w + c0 * K + j, 4);
-    for (int j = 0; j < S; ++j)
-      prev[j] = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, sidx, state + c0 * S + j, 4);
-    for (int64_t t = 0; t < T; ++t) {
-      const __m512 cur = _mm512_maskz_loadu_ps(m, x + t * ldx + c0);
-      __m512 acc = _mm512_mul_ps(prev[0], wt[0]);
-      for (int j = 1; j < S; ++j) acc = _mm512_fmadd_ps(prev[j], wt[j], acc);
-      acc = _mm512_fmadd_ps(cur, wt[S], acc);
-      _mm512_mask_storeu_ps(y + t * ldy + c0, m, silu_ps(acc));
-      for (int j = 0; j + 1 < S; ++j) prev[j] = prev[j + 1];
-      prev[S - 1] = cur;
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i idx = _mm512_mullo_epi32(lane, _mm512_set1_epi32(K));
+  const __m512i sidx = _mm512_mullo_epi32(lane, _mm512_set1_epi32(S));
+  __m512 wt[kGroups][kMaxTaps], prev[kGroups][kMaxTaps];
+  __mmask16 mask[kGroups];
+  for (int64_t s0 = 0; s0 < channels; s0 += 16 * kGroups) {
+    const int64_t strip = channels - s0 < 16 * kGroups ? channels - s0 : 16 * kGroups;
+    const int ng = static_cast<int>((strip + 15) / 16);
+    for (int g = 0; g < ng; ++g) {
+      const int64_t c0 = s0 + 16 * g;
+      const int nc = channels - c0 < 16 ? static_cast<int>(channels - c0) : 16;
+      const __mmask16 m = static_cast<__mmask16>(nc == 16 ? 0xFFFFu : (1u << nc) - 1);
+      mask[g] = m;
+      for (int j = 0; j < K; ++j)
+        wt[g][j] = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, w + c0 * K + j, 4);
+      for (int j = 0; j < S; ++j)
+        prev[g][j] = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, sidx, state + c0 * S + j, 4);
     }
+    for (int64_t t = 0; t < T; ++t)
+      for (int g = 0; g < ng; ++g) {
+        const int64_t c0 = s0 + 16 * g;
+        const __mmask16 m = mask[g];
+        const __m512 cur = _mm512_maskz_loadu_ps(m, x + t * ldx + c0);
+        __m512 acc = _mm512_mul_ps(prev[g][0], wt[g][0]);
+        for (int j = 1; j < S; ++j) acc = _mm512_fmadd_ps(prev[g][j], wt[g][j], acc);
+        acc = _mm512_fmadd_ps(cur, wt[g][S], acc);
+        _mm512_mask_storeu_ps(y + t * ldy + c0, m, silu_ps(acc));
+        for (int j = 0; j + 1 < S; ++j) prev[g][j] = prev[g][j + 1];
+        prev[g][S - 1] = cur;
+      }
   }
 }
 

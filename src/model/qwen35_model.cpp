@@ -172,17 +172,14 @@ void Qwen35Model::mtp_forward(MtpState& st, std::span<const int32_t> tokens, con
   project(M.eh_proj, cat, 2 * n_embd, T, x, n_embd);
 
   // One full-attention block with its own KV cache, then the FFN.
-  float* cur = sized(ws.cur, T * n_embd);
-  for (int64_t t = 0; t < T; ++t) rms_norm(x + t * n_embd, M.block.attn_norm.data(), cur + t * n_embd, n_embd, hp_.rms_eps);
+  residual_norm(nullptr, M.block.attn_norm, sized(ws.cur, T * n_embd), T);
   attention_layer(M.block, st.k.data(), st.v.data(), pos0, T);
-  const float* m = ws.m.data();
-  for (int64_t i = 0; i < T * n_embd; ++i) x[i] += m[i];
-  ffn(M.block, T);
+  ffn(M.block, T);  // x += the attention output; the FFN's output into ws.m
   st.n_past += T;
 
   const std::vector<float>& norm = M.shared_head_norm.empty() ? w_.output_norm : M.shared_head_norm;
   float* hn = sized(ws.cur, T * n_embd);
-  for (int64_t t = 0; t < T; ++t) rms_norm(x + t * n_embd, norm.data(), hn + t * n_embd, n_embd, hp_.rms_eps);
+  residual_norm(ws.m.data(), norm, hn, T);  // x += the FFN's output
   out.hidden.assign(hn, hn + T * n_embd);
   out.logit_positions.clear();
   resize_states(out.cut_states, 0, out.spare_states, 0);
@@ -261,17 +258,15 @@ void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, co
   int g = 0, a = 0;
   for (int il = 0; il < hp_.n_layer; ++il) {
     const Qwen35LayerWeights& L = w_.layers[il];
-    float* cur = sized(ws.cur, T * n_embd);
-    for (int64_t t = 0; t < T; ++t) rms_norm(x + t * n_embd, L.attn_norm.data(), cur + t * n_embd, n_embd, hp_.rms_eps);
+    // x += the previous layer's FFN output; cur = attn_norm(x).
+    residual_norm(il == 0 ? nullptr : ws.m.data(), L.attn_norm, sized(ws.cur, T * n_embd), T);
     if (L.recurrent) {
       gdn_layer(il, g++, st, T, opt, out, rel_cuts);
     } else {
       attention_layer(L, st.k_cache(a), st.v_cache(a), pos0, T);
       ++a;
     }
-    const float* m = ws.m.data();
-    for (int64_t i = 0; i < T * n_embd; ++i) x[i] += m[i];
-    ffn(L, T);
+    ffn(L, T);  // x += the mixer's output (ws.m); then the FFN's output into ws.m
   }
   st.advance(T);
   if (replay) {
@@ -281,7 +276,7 @@ void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, co
 
   // Final norm, hidden states and logits.
   float* hn = sized(ws.cur, T * n_embd);
-  for (int64_t t = 0; t < T; ++t) rms_norm(x + t * n_embd, w_.output_norm.data(), hn + t * n_embd, n_embd, hp_.rms_eps);
+  residual_norm(ws.m.data(), w_.output_norm, hn, T);  // x += the last FFN's output
   if (opt.hidden) out.hidden.assign(hn, hn + T * n_embd);
   out.logit_positions.clear();
   if (opt.logits == LogitsMode::None) {
@@ -574,14 +569,13 @@ void Qwen35Model::attention_layer(const Qwen35LayerWeights& L, float* kc, float*
   project(L.attn_output, o, nh * hd, T, sized(ws.m, T * n_embd), n_embd);
 }
 
-// SwiGLU FFN on the post-attention norm of the residual stream; adds into ws.x.
+// SwiGLU FFN: adds the mixer's output (ws.m) into the residual stream ws.x, then runs on its
+// post-attention norm; writes its own output to ws.m (added by the next residual_norm).
 void Qwen35Model::ffn(const Qwen35LayerWeights& L, int64_t T) {
   Workspace& ws = *ws_;
   const int64_t n_embd = hp_.n_embd, n_ff = L.ffn_gate.rows;
-  float* x = ws.x.data();
   float* cur = sized(ws.cur, T * n_embd);
-  for (int64_t t = 0; t < T; ++t)
-    rms_norm(x + t * n_embd, L.post_attention_norm.data(), cur + t * n_embd, n_embd, hp_.rms_eps);
+  residual_norm(ws.m.data(), L.post_attention_norm, cur, T);
   // Gate and up projections fused with SwiGLU: the two products never leave a per-task tile.
   float* act = sized(ws.ff_act, T * n_ff);
   if (ws.column_shared || T == 1) {
@@ -590,9 +584,22 @@ void Qwen35Model::ffn(const Qwen35LayerWeights& L, int64_t T) {
     for (int64_t t = 0; t < T; ++t)
       matmul_swiglu(L.ffn_gate, L.ffn_up, cur + t * n_embd, n_embd, 1, act + t * n_ff, n_ff, ws.kc);
   }
-  float* m = sized(ws.m, T * n_embd);
-  project(L.ffn_down, act, n_ff, T, m, n_embd);
-  for (int64_t i = 0; i < T * n_embd; ++i) x[i] += m[i];
+  project(L.ffn_down, act, n_ff, T, sized(ws.m, T * n_embd), n_embd);
+}
+
+void Qwen35Model::residual_norm(const float* m, const std::vector<float>& w, float* out, int64_t T) {
+  float* x = ws_->x.data();
+  const int64_t n = hp_.n_embd;
+  auto rows = [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      if (m)
+        for (int64_t i = t * n; i < (t + 1) * n; ++i) x[i] += m[i];
+      rms_norm(x + t * n, w.data(), out + t * n, n, hp_.rms_eps);
+    }
+  };
+  constexpr int64_t kRows = 16;  // tokens per task: a long batch spreads over the pool
+  if (T < 2 * kRows) return rows(0, T);
+  pool_->parallel_for((T + kRows - 1) / kRows, [&](int64_t b, int) { rows(b * kRows, std::min(T, (b + 1) * kRows)); });
 }
 
 }  // namespace tandem

@@ -148,6 +148,8 @@ class Qwen35Model {
   // Gated attention over the cache rows [0, pos0 + T); appends T rows at pos0.
   void attention_layer(const Qwen35LayerWeights& L, float* k_cache, float* v_cache, int64_t pos0, int64_t T);
   void ffn(const Qwen35LayerWeights& L, int64_t T);
+  // The residual stream ws.x: x += m (when given), then out = rms_norm(x) * w, token by token.
+  void residual_norm(const float* m, const std::vector<float>& w, float* out, int64_t T);
   // Floats a Replay pass logs per GDN layer for a batch of T tokens (ReplayLog::inputs).
   int64_t replay_floats_per_layer(int64_t T) const;
   // kernels::matmul on the workspace's context, honouring ForwardOptions::column_shared.

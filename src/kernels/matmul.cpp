@@ -273,6 +273,36 @@ void matmul(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float
             [&](int64_t r0, int64_t r1, int thread) { run_rows(p, W, r0, r1, Y + r0, ldy, thread); });
 }
 
+void matmul_multi(std::span<const MatmulTarget> targets, const float* X, int64_t ldx, int64_t T, KernelContext& ctx) {
+  constexpr size_t kMaxTargets = 8;
+  if (targets.empty()) return;
+  const WeightMatrix& W0 = *targets[0].W;
+  bool same = targets.size() <= kMaxTargets;
+  for (const MatmulTarget& t : targets)
+    same = same && t.W->type == W0.type && t.W->cols == W0.cols && (t.W->amx_packed != nullptr) == (W0.amx_packed != nullptr);
+  if (!same) {
+    for (const MatmulTarget& t : targets) matmul(*t.W, X, ldx, T, t.Y, t.ldy, ctx);
+    return;
+  }
+  const Prepared p = prepare(W0.type, W0.amx_packed != nullptr, W0.cols, X, ldx, T, ctx);
+  int64_t per[kMaxTargets], first[kMaxTargets + 1];
+  first[0] = 0;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    per[i] = rows_per_task(p, targets[i].W->rows, ctx.pool);
+    first[i + 1] = first[i] + (targets[i].W->rows + per[i] - 1) / per[i];
+  }
+  auto task = [&](int64_t k, int thread) {
+    size_t i = 0;
+    while (k >= first[i + 1]) ++i;
+    const MatmulTarget& t = targets[i];
+    const int64_t r0 = (k - first[i]) * per[i], r1 = std::min(t.W->rows, r0 + per[i]);
+    run_rows(p, *t.W, r0, r1, t.Y + r0, t.ldy, thread);
+  };
+  const int64_t tasks = first[targets.size()];
+  if (ctx.pool && tasks > 1) ctx.pool->parallel_for(tasks, task);
+  else for (int64_t k = 0; k < tasks; ++k) task(k, 0);
+}
+
 void matmul_swiglu(const WeightMatrix& Wg, const WeightMatrix& Wu, const float* X, int64_t ldx, int64_t T, float* Y,
                    int64_t ldy, KernelContext& ctx) {
   if (Wg.cols != Wu.cols || Wg.rows != Wu.rows)

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "gguf/ggml_type.h"
 #include "runtime/scratch.h"
@@ -49,6 +50,17 @@ struct KernelContext {
 
 // Y[t*ldy + o] = sum_i W[o][i] * X[t*ldx + i] for t < T, o < W.rows.
 void matmul(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy, KernelContext& ctx);
+
+// Several products of one input (a layer's q/k/v, or its four GDN projections): when every
+// matrix has the same type, width and packing, the activations are converted once and the
+// row ranges of all matrices are the tasks of one pool pass (one wait instead of one per
+// matrix); otherwise one matmul() each. Each Y equals its own matmul() bit for bit.
+struct MatmulTarget {
+  const WeightMatrix* W;
+  float* Y;
+  int64_t ldy;
+};
+void matmul_multi(std::span<const MatmulTarget> targets, const float* X, int64_t ldx, int64_t T, KernelContext& ctx);
 
 // Fused SwiGLU projection: Y[t][r] = silu(Wg[r]·X[t]) * (Wu[r]·X[t]). The activations are
 // converted once for both matrices, and each task's gate and up products live only in a

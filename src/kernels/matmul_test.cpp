@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -134,6 +135,49 @@ TEST_P(MatmulTest, EachColumnEqualsItsSingleColumnProductBitForBit) {
                 << " row " << r << (w == &Wp ? " packed" : "");
         }
       }
+    }
+  }
+}
+
+// Several matrices of one input in one pass: each output equals its own product bit for bit,
+// for matrices of different heights (16 rows: less than one AMX panel; 70; 130), packed or not,
+// at one and several columns; and a set mixing in another type falls back to one product each.
+TEST_P(MatmulTest, MultiEqualsSeparateProductsBitForBit) {
+  const Case c = GetParam();
+  std::mt19937 rng(static_cast<uint32_t>(c.cols * 11 + 5));
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const int64_t heights[] = {70, 16, 130};
+  std::vector<std::unique_ptr<RandomWeights>> ws;
+  for (int64_t rows : heights) ws.push_back(std::make_unique<RandomWeights>(c.type, c.cols, rows, rng, 1.0f));
+  RandomWeights other(c.type == GgmlType::F32 ? GgmlType::F16 : GgmlType::F32, c.cols, 24, rng, 1.0f);
+  ThreadPool pool(2);
+  for (CpuTier tier : available_tiers()) {
+    set_cpu_tier(tier);
+    for (bool packed : {false, true}) {
+      if (packed && !ws[0]->can_pack) continue;
+      for (bool mixed : {false, true})
+        for (int64_t T : {1, 4, 20}) {
+          std::vector<const WeightMatrix*> mats;
+          for (auto& w : ws) mats.push_back(packed ? &w->Wp : &w->W);
+          if (mixed) mats.push_back(&other.W);
+          std::vector<float> x(static_cast<size_t>(T * c.cols));
+          for (auto& v : x) v = nd(rng);
+          KernelContext ctx;
+          ctx.pool = &pool;
+          std::vector<std::vector<float>> got, want;
+          std::vector<MatmulTarget> targets;
+          for (const WeightMatrix* w : mats) {
+            got.emplace_back(static_cast<size_t>(T * w->rows), -1.0f);
+            want.emplace_back(static_cast<size_t>(T * w->rows));
+          }
+          for (size_t i = 0; i < mats.size(); ++i) targets.push_back({mats[i], got[i].data(), mats[i]->rows});
+          matmul_multi(targets, x.data(), c.cols, T, ctx);
+          for (size_t i = 0; i < mats.size(); ++i) {
+            matmul(*mats[i], x.data(), c.cols, T, want[i].data(), mats[i]->rows, ctx);
+            ASSERT_EQ(got[i], want[i]) << ggml_type_name(c.type) << " tier=" << cpu_tier_name(tier) << " T=" << T
+                                       << " matrix " << i << (packed ? " packed" : "") << (mixed ? " mixed" : "");
+          }
+        }
     }
   }
 }

@@ -82,6 +82,21 @@ void Qwen35Model::project(const WeightMatrix& W, const float* X, int64_t ldx, in
   for (int64_t t = 0; t < T; ++t) matmul(W, X + t * ldx, ldx, 1, Y + t * ldy, ldy, ws.kc);
 }
 
+// Several projections of the same input rows (kernels::matmul_multi), the same way.
+void Qwen35Model::project_many(std::span<const MatmulTarget> targets, const float* X, int64_t ldx, int64_t T) {
+  Workspace& ws = *ws_;
+  if (ws.column_shared || T == 1) {
+    matmul_multi(targets, X, ldx, T, ws.kc);
+    return;
+  }
+  for (int64_t t = 0; t < T; ++t) {
+    MatmulTarget col[8];
+    const size_t n = std::min<size_t>(targets.size(), 8);
+    for (size_t i = 0; i < n; ++i) col[i] = {targets[i].W, targets[i].Y + t * targets[i].ldy, targets[i].ldy};
+    matmul_multi(std::span<const MatmulTarget>(col, n), X + t * ldx, ldx, 1, ws.kc);
+  }
+}
+
 std::unique_ptr<Qwen35Model> Qwen35Model::load(const std::string& path, int n_threads) {
   std::unique_ptr<Qwen35Model> m(new Qwen35Model());
   m->file_ = GgufFile::open(path);
@@ -307,10 +322,9 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
   float* z = sized(ws.z, T * vdim);
   float* gdec = replay ? log_in + 2 * T * conv_dim : sized(ws.g, T * H_v);
   float* beta = replay ? gdec + T * H_v : sized(ws.beta, T * H_v);
-  project(L.attn_qkv, cur, n_embd, T, mixed, conv_dim);
-  project(L.attn_gate, cur, n_embd, T, z, vdim);
-  project(L.ssm_beta, cur, n_embd, T, beta, H_v);
-  project(L.ssm_alpha, cur, n_embd, T, gdec, H_v);
+  const MatmulTarget proj[] = {
+      {&L.attn_qkv, mixed, conv_dim}, {&L.attn_gate, z, vdim}, {&L.ssm_beta, beta, H_v}, {&L.ssm_alpha, gdec, H_v}};
+  project_many(proj, cur, n_embd, T);
   for (int64_t t = 0; t < T; ++t)
     for (int h = 0; h < H_v; ++h) {
       float& b = beta[t * H_v + h];
@@ -515,9 +529,8 @@ void Qwen35Model::attention_layer(const Qwen35LayerWeights& L, float* kc, float*
   float* qg = sized(ws.qg, T * qdim);
   float* k = sized(ws.k, T * kvd);
   float* v = sized(ws.v, T * kvd);
-  project(L.attn_q, cur, n_embd, T, qg, qdim);
-  project(L.attn_k, cur, n_embd, T, k, kvd);
-  project(L.attn_v, cur, n_embd, T, v, kvd);
+  const MatmulTarget proj[] = {{&L.attn_q, qg, qdim}, {&L.attn_k, k, kvd}, {&L.attn_v, v, kvd}};
+  project_many(proj, cur, n_embd, T);
 
   // q/k head norms, RoPE, and the new K/V rows into the cache. The query of head h
   // is qg[h*2*hd, +hd); its output gate follows it.

@@ -154,6 +154,7 @@ class Qwen35Model {
   int64_t replay_floats_per_layer(int64_t T) const;
   // kernels::matmul on the workspace's context, honouring ForwardOptions::column_shared.
   void project(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy);
+  void project_many(std::span<const kernels::MatmulTarget> targets, const float* X, int64_t ldx, int64_t T);
 
   // On the Amx tier: every Q4_0/Q8_0 matrix gets a tile-order copy (kernels/amx_weight_pack.h).
   void pack_for_matrix_path();

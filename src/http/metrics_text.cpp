@@ -91,18 +91,23 @@ std::string prometheus_text(const serve::EngineSnapshot& s) {
   for (const auto& sl : s.slots) w.sample("tandem_slot_kv_bytes", d(sl.kv_bytes), slot_label(sl.id));
   w.family("tandem_slot_recurrent_bytes", "gauge", "Live recurrent state bytes of the slot.");
   for (const auto& sl : s.slots) w.sample("tandem_slot_recurrent_bytes", d(sl.recurrent_bytes), slot_label(sl.id));
+  w.family("tandem_slot_speculation_bytes", "gauge",
+           "Bytes held by the slot's speculator: MTP KV cache, hidden record, verification buffers (0: off).");
+  for (const auto& sl : s.slots) w.sample("tandem_slot_speculation_bytes", d(sl.speculation_bytes), slot_label(sl.id));
   w.family("tandem_slot_requests_total", "counter", "Requests the slot has served.");
   for (const auto& sl : s.slots) w.sample("tandem_slot_requests_total", d(sl.requests), slot_label(sl.id));
 
-  size_t kv = 0, rec = 0, cp = 0;
+  size_t kv = 0, rec = 0, cp = 0, spec = 0;
   for (const auto& sl : s.slots) {
     kv += sl.kv_bytes;
     rec += sl.recurrent_bytes;
     cp += sl.checkpoint_bytes;
+    spec += sl.speculation_bytes;
   }
   w.one("tandem_kv_bytes", "gauge", "KV cache bytes of all slots.", d(kv));
   w.one("tandem_recurrent_bytes", "gauge", "Live recurrent state bytes of all slots.", d(rec));
   w.one("tandem_checkpoint_bytes", "gauge", "Checkpoint bytes of all slots.", d(cp));
+  w.one("tandem_speculation_bytes", "gauge", "Speculator bytes of all slots.", d(spec));
   w.one("tandem_prompt_cache_bytes", "gauge", "Prompt-cache bytes in use.", d(s.prompt_cache_bytes));
   w.one("tandem_prompt_cache_budget_bytes", "gauge", "Prompt-cache budget (--cache-ram).", d(s.prompt_cache_budget_bytes));
   w.one("tandem_prompt_cache_entries", "gauge", "Prompt-cache entries.", d(s.prompt_cache_entries));

@@ -59,6 +59,14 @@ TEST(HttpSpeculation, AnswersEqualPlainDecodingGreedyAndSeededSampling) {
       auto props = s.client()->Get("/props");
       ASSERT_TRUE(props);
       EXPECT_EQ(Json::parse(props->body)["serving"]["speculation"]["enabled"], true);
+      // The speculator's memory is reported: at least its MTP KV cache and the verification
+      // pass's replay log (one recurrent state).
+      auto metrics = s.client()->Get("/metrics");
+      ASSERT_TRUE(metrics);
+      const std::string key = "\ntandem_speculation_bytes ";
+      const size_t at = metrics->body.find(key);
+      ASSERT_NE(at, std::string::npos) << metrics->body;
+      EXPECT_GT(std::stod(metrics->body.substr(at + key.size())), 1e5) << metrics->body.substr(at, 60);
     }
     ASSERT_EQ(plain.size(), reqs.size());
     EXPECT_EQ(spec, plain);

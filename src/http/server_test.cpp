@@ -429,7 +429,7 @@ TEST(HttpServer, SlotsAndMetricsDescribeTheEngine) {
         "tandem_request_decode_seconds_total", "tandem_request_tokens_generated_total", "tandem_request_ms_per_output_token",
         "tandem_request_drafts_proposed_total", "tandem_request_drafts_accepted_total",
         "tandem_slot_state{slot=\"1\",state=\"idle\"} 1", "tandem_prompt_cache_bytes", "tandem_prompt_cache_budget_bytes 67108864",
-        "tandem_kv_bytes", "tandem_recurrent_bytes", "tandem_model_packed_weight_bytes 0", "tandem_governor_releases_total", "tandem_governor_reacquires_total",
+        "tandem_kv_bytes", "tandem_recurrent_bytes", "tandem_speculation_bytes 0", "tandem_model_packed_weight_bytes 0", "tandem_governor_releases_total", "tandem_governor_reacquires_total",
         "tandem_governor_released_seconds_total", "tandem_governor_last_wake_latency_ms",
         "tandem_governor_max_wake_latency_ms", "tandem_requests_finished_total{outcome=\"completed\"} 1"})
     EXPECT_NE(m->body.find(name), std::string::npos) << name;

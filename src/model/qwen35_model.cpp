@@ -462,6 +462,15 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
   project(L.ssm_out, o, vdim, T, sized(ws.m, T * n_embd), n_embd);
 }
 
+size_t ForwardOutput::bytes() const {
+  size_t b = (logits.capacity() + hidden.capacity() + replay.before.capacity() + replay.inputs.capacity()) *
+                 sizeof(float) +
+             logit_positions.capacity() * sizeof(int64_t);
+  for (const auto* v : {&cut_states, &rollback_states, &spare_states})
+    for (const RecurrentCheckpoint& c : *v) b += c.data.capacity() * sizeof(float);
+  return b;
+}
+
 bool ReplayLog::valid_for(const SequenceState& st) const { return seq == &st && seq_version == st.version(); }
 
 int64_t Qwen35Model::replay_floats_per_layer(int64_t T) const { return 2 * T * hp_.conv_dim() + 2 * T * hp_.H_v; }

@@ -86,6 +86,8 @@ struct ForwardOutput {
   int64_t n_vocab = 0;
 
   const float* logits_row(size_t i) const { return logits.data() + i * static_cast<size_t>(n_vocab); }
+  // Bytes held (capacities: what stays allocated between passes).
+  size_t bytes() const;
 };
 
 // The MTP (NextN) draft head's per-sequence state: the KV cache of its one attention

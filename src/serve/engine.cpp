@@ -218,6 +218,7 @@ void Engine::refresh_locked(SlotRun& s) {
   const auto* mb = dynamic_cast<const ModelBackend*>(&sl.backend());
   o.kv_bytes = mb ? mb->state().kv_bytes() : 0;
   o.recurrent_bytes = mb ? mb->state().recurrent_bytes() : 0;
+  o.speculation_bytes = sl.speculator() ? sl.speculator()->bytes() : 0;
   o.policy = std::string(sl.policy().name());
   o.consolidate = sl.config().batch.consolidate;
   o.ctx_checkpoints = sl.config().ctx_checkpoints;

@@ -98,6 +98,7 @@ struct SlotSnapshot {
   size_t checkpoint_bytes = 0;
   size_t kv_bytes = 0;         // allocated KV cache
   size_t recurrent_bytes = 0;  // live recurrent state
+  size_t speculation_bytes = 0;  // the slot's speculator (MTP cache, verification buffers); 0 when off
   std::string policy;
   bool consolidate = false;
   int ctx_checkpoints = 0;

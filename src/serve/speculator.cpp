@@ -111,6 +111,13 @@ void Speculator::observe_pass(int64_t pos0, std::span<const int32_t> tokens, con
   }
 }
 
+size_t Speculator::bytes() const {
+  return mtp_->bytes() + tok_.capacity() * sizeof(int32_t) + have_tok_.capacity() + have_hid_.capacity() +
+         (hid_.capacity() + rows_hid_.capacity() + chain_h_.capacity()) * sizeof(float) +
+         (drafts_.capacity() + batch_.capacity() + rows_tok_.capacity()) * sizeof(int32_t) + vout_.bytes() +
+         mout_.bytes();
+}
+
 void Speculator::on_truncate(int64_t pos) { invalidate_from(pos); }
 
 void Speculator::on_replace() { invalidate_from(0); }

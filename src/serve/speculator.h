@@ -128,6 +128,10 @@ class Speculator final : public PassObserver {
   const SpecCounters& counters() const { return counters_; }
   void reset_counters() { counters_ = {}; }
   const MtpState& mtp_state() const { return *mtp_; }
+  // Memory the speculator holds: the MTP KV cache, the per-position token/hidden record, the
+  // verification pass's output (logits and hidden rows of k+1 tokens, its replay log or
+  // rollback states) and the draft buffers. Fixed after the first steps (buffers are reused).
+  size_t bytes() const;
 
  private:
   void sync_mtp(std::span<const int32_t> context);

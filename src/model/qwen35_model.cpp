@@ -311,7 +311,7 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
   const Qwen35LayerWeights& L = w_.layers[il];
   Workspace& ws = *ws_;
   const int64_t n_embd = hp_.n_embd, conv_dim = hp_.conv_dim(), vdim = hp_.value_dim(), kdim = hp_.key_dim();
-  const int H_v = hp_.H_v, H_k = hp_.H_k, d = hp_.d_state, K = hp_.conv_kernel;
+  const int H_v = hp_.H_v, d = hp_.d_state, K = hp_.conv_kernel;
   const float* cur = ws.cur.data();
   // A Replay pass keeps this layer's inputs in the log (RollbackMode): the buffers are its.
   const bool replay = opt.rollback_mode == RollbackMode::Replay && opt.rollback_states > 0;
@@ -386,13 +386,6 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
   std::sort(ends.begin(), ends.end());
   ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
 
-  DeltaRuleInput in;
-  in.H_k = H_k;
-  in.H_v = H_v;
-  in.d = d;
-  in.ldqk = conv_dim;
-  in.ldv = conv_dim;
-  in.ldo = vdim;
   auto save_rollback = [&](int64_t after_tokens, const float* state) {
     const int64_t slot = T - after_tokens;
     if (K_rb > 0 && slot >= 0 && slot < K_rb && out.rollback_states[static_cast<size_t>(slot)].pos >= 0)
@@ -409,13 +402,8 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
   int64_t s = 0;
   size_t next_cut = 0;
   for (int64_t e : ends) {
-    in.T = e - s;
-    in.q = conv_out + s * conv_dim;
-    in.k = in.q + kdim;
-    in.v = in.q + 2 * kdim;
-    in.g = gdec + s * H_v;
-    in.beta = beta + s * H_v;
-    in.out = o + s * vdim;
+    const DeltaRuleInput in =
+        delta_rule_input(conv_out + s * conv_dim, gdec + s * H_v, beta + s * H_v, o + s * vdim, e - s);
     if (s >= tail || !chunked) {
       // Value heads are independent: one task per head runs all of the segment's tokens,
       // its d x d state staying in that core's cache. The state after each token whose
@@ -471,6 +459,25 @@ size_t ForwardOutput::bytes() const {
   return b;
 }
 
+DeltaRuleInput Qwen35Model::delta_rule_input(const float* qkv, const float* g, const float* beta, float* out,
+                                             int64_t T) const {
+  DeltaRuleInput in;
+  in.H_k = hp_.H_k;
+  in.H_v = hp_.H_v;
+  in.d = hp_.d_state;
+  in.T = T;
+  in.q = qkv;
+  in.k = qkv + hp_.key_dim();
+  in.v = qkv + 2 * hp_.key_dim();
+  in.ldqk = hp_.conv_dim();
+  in.ldv = hp_.conv_dim();
+  in.g = g;
+  in.beta = beta;
+  in.out = out;
+  in.ldo = hp_.value_dim();
+  return in;
+}
+
 bool ReplayLog::valid_for(const SequenceState& st) const { return seq == &st && seq_version == st.version(); }
 
 int64_t Qwen35Model::replay_floats_per_layer(int64_t T) const { return 2 * T * hp_.conv_dim() + 2 * T * hp_.H_v; }
@@ -485,7 +492,7 @@ void Qwen35Model::roll_back(SequenceState& st, const ForwardOutput& out, int64_t
                             std::to_string(log.pos0) + ", " + std::to_string(log.pos0 + log.T) + "]");
   const ResourceGovernor::Lease lease = governor_->acquire();
   Workspace& ws = *ws_;
-  const int64_t T = log.T, n = pos - log.pos0, conv_dim = hp_.conv_dim(), kdim = hp_.key_dim(), vdim = hp_.value_dim();
+  const int64_t T = log.T, n = pos - log.pos0, conv_dim = hp_.conv_dim(), vdim = hp_.value_dim();
   const int H_v = hp_.H_v, d = hp_.d_state, K = hp_.conv_kernel;
   const size_t head_floats = static_cast<size_t>(d) * d;
   st.truncate_kv(pos);
@@ -500,21 +507,8 @@ void Qwen35Model::roll_back(SequenceState& st, const ForwardOutput& out, int64_t
     const float* before_conv = log.before.data() + (conv - st.recurrent_data());
     const float* before_ssm = log.before.data() + (ssm - st.recurrent_data());
     conv_state_after(mixed, conv_dim, n, conv_dim, K, before_conv, conv);
-    DeltaRuleInput in;
-    in.T = n;
-    in.H_k = hp_.H_k;
-    in.H_v = H_v;
-    in.d = d;
-    in.q = qkv;
-    in.k = qkv + kdim;
-    in.v = qkv + 2 * kdim;
-    in.ldqk = conv_dim;
-    in.ldv = conv_dim;
-    in.g = gdec;
-    in.beta = beta;
-    in.out = o;
-    in.ldo = vdim;
     // The same per-token kernel on the same inputs as the pass: the same state, bit for bit.
+    DeltaRuleInput in = delta_rule_input(qkv, gdec, beta, o, n);
     in.state_in = before_ssm;
     pool_->parallel_for(H_v, [&](int64_t h, int) {
       if (n == 0) {

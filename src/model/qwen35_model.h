@@ -12,6 +12,7 @@
 
 #include "gguf/gguf_file.h"
 #include "kernels/amx_weight_pack.h"
+#include "kernels/delta_rule.h"
 #include "model/qwen35_hparams.h"
 #include "model/qwen35_weights.h"
 #include "model/sequence_state.h"
@@ -152,6 +153,10 @@ class Qwen35Model {
   void ffn(const Qwen35LayerWeights& L, int64_t T);
   // The residual stream ws.x: x += m (when given), then out = rms_norm(x) * w, token by token.
   void residual_norm(const float* m, const std::vector<float>& w, float* out, int64_t T);
+  // The delta rule's view of T tokens' conv output rows (q | k | v, conv_dim apart), decays and
+  // betas: the pass and roll_back() feed it the same way.
+  kernels::DeltaRuleInput delta_rule_input(const float* qkv, const float* g, const float* beta, float* out,
+                                           int64_t T) const;
   // Floats a Replay pass logs per GDN layer for a batch of T tokens (ReplayLog::inputs).
   int64_t replay_floats_per_layer(int64_t T) const;
   // kernels::matmul on the workspace's context, honouring ForwardOptions::column_shared.

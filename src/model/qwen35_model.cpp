@@ -89,12 +89,7 @@ void Qwen35Model::project_many(std::span<const MatmulTarget> targets, const floa
     matmul_multi(targets, X, ldx, T, ws.kc);
     return;
   }
-  for (int64_t t = 0; t < T; ++t) {
-    MatmulTarget col[8];
-    const size_t n = std::min<size_t>(targets.size(), 8);
-    for (size_t i = 0; i < n; ++i) col[i] = {targets[i].W, targets[i].Y + t * targets[i].ldy, targets[i].ldy};
-    matmul_multi(std::span<const MatmulTarget>(col, n), X + t * ldx, ldx, 1, ws.kc);
-  }
+  for (const MatmulTarget& m : targets) project(*m.W, X, ldx, T, m.Y, m.ldy);
 }
 
 std::unique_ptr<Qwen35Model> Qwen35Model::load(const std::string& path, int n_threads) {

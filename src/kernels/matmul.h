@@ -52,7 +52,7 @@ struct KernelContext {
 void matmul(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy, KernelContext& ctx);
 
 // Several products of one input (a layer's q/k/v, or its four GDN projections): when every
-// matrix has the same type, width and packing, the activations are converted once and the
+// matrix (at most 8) has the same type, width and packing, the activations are converted once and the
 // row ranges of all matrices are the tasks of one pool pass (one wait instead of one per
 // matrix); otherwise one matmul() each. Each Y equals its own matmul() bit for bit.
 struct MatmulTarget {

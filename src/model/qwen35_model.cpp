@@ -231,7 +231,7 @@ void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, co
     rel_cuts.push_back(p - pos0);
   }
   if (opt.rollback_states < 0) throw std::invalid_argument("forward: rollback_states must be >= 0");
-  const bool replay = opt.rollback_states > 0 && opt.rollback_mode == RollbackMode::Replay;
+  const bool replay = opt.keeps_replay_log();
   if (replay && (opt.rollback_states != T || !opt.cuts.empty() || opt.gdn != GdnAlgorithm::Recurrent))
     throw std::invalid_argument("forward: RollbackMode::Replay needs rollback_states == the batch size (" +
                                 std::to_string(T) + ", got " + std::to_string(opt.rollback_states) +
@@ -309,7 +309,7 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
   const int H_v = hp_.H_v, d = hp_.d_state, K = hp_.conv_kernel;
   const float* cur = ws.cur.data();
   // A Replay pass keeps this layer's inputs in the log (RollbackMode): the buffers are its.
-  const bool replay = opt.rollback_mode == RollbackMode::Replay && opt.rollback_states > 0;
+  const bool replay = opt.keeps_replay_log();
   float* log_in = replay ? out.replay.inputs.data() + g * replay_floats_per_layer(T) : nullptr;
 
   // 1. Projections.

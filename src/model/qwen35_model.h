@@ -55,6 +55,8 @@ struct ForwardOptions {
   // ever rolls back to slots 1..k, so it saves one full state write per pass.
   bool rollback_live = true;
   RollbackMode rollback_mode = RollbackMode::Snapshots;
+  // The pass keeps a ReplayLog instead of rollback-state copies.
+  bool keeps_replay_log() const { return rollback_states > 0 && rollback_mode == RollbackMode::Replay; }
   // Multi-column products share each weight read across the T columns (kernels/matmul.h).
   // false: every column runs as its own one-column product (a switch for the verification
   // benchmark, docs/speculation.md; the numbers are the same).

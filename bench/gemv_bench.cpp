@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "gguf/quants.h"
@@ -97,12 +98,15 @@ void ReadBandwidth(benchmark::State& state) {
 }
 BENCHMARK(ReadBandwidth)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
-// packed: multiply the AMX tile-order copy, as a model loaded on the Amx tier does (the
-// matrix path for every T; on other tiers matmul ignores the copy).
-void run_columns(benchmark::State& state, GgmlType type, int64_t cols, bool packed = false) {
-  static std::map<std::pair<int, int64_t>, std::unique_ptr<BigMatrix>> cache;
-  auto& m = cache[{static_cast<int>(type), cols}];
-  if (!m) m = std::make_unique<BigMatrix>(make_matrix(type, cols, kBigBytes));
+// packed: multiply the AMX tile-order copy, as a model loaded on the Amx tier does (1..6
+// tokens on the vector units, more on the tiles; other tiers ignore the copy). on_tiles:
+// every T on the tiles (the path the vector units replaced, for the side-by-side ratio).
+// bytes: the matrix size (default: far beyond the caches).
+void run_columns(benchmark::State& state, GgmlType type, int64_t cols, bool packed = false, bool on_tiles = false,
+                 size_t bytes = kBigBytes) {
+  static std::map<std::tuple<int, int64_t, size_t>, std::unique_ptr<BigMatrix>> cache;
+  auto& m = cache[{static_cast<int>(type), cols, bytes}];
+  if (!m) m = std::make_unique<BigMatrix>(make_matrix(type, cols, bytes));
   WeightMatrix w = m->w;
   if (packed) {
     if (!m->w.amx_packed) m->packed.pack(m->w);
@@ -117,6 +121,7 @@ void run_columns(benchmark::State& state, GgmlType type, int64_t cols, bool pack
   for (auto& v : x) v = nd(rng);
   KernelContext ctx;
   ctx.pool = &pool();
+  ctx.packed_few_tokens_on_vector_units = !on_tiles;
   for (auto _ : state) {
     matmul(w, x.data(), cols, T, y.data(), w.rows, ctx);
     benchmark::DoNotOptimize(y.data());
@@ -124,19 +129,30 @@ void run_columns(benchmark::State& state, GgmlType type, int64_t cols, bool pack
   state.counters["GB/s"] = benchmark::Counter(static_cast<double>(m->data.size()) * state.iterations() / 1e9,
                                               benchmark::Counter::kIsRate);
   state.SetLabel(std::string(ggml_type_name(type)) + " " + cpu_tier_name(active_cpu_tier()) +
-                 (packed ? " packed" : ""));
+                 (packed ? on_tiles ? " packed, tiles" : " packed" : ""));
 }
 
 void Gemv_Q4_0(benchmark::State& s) { run_columns(s, GgmlType::Q4_0, 2560); }
 void Gemv_Q8_0(benchmark::State& s) { run_columns(s, GgmlType::Q8_0, 2560); }
 void Gemv_Q4_0_packed(benchmark::State& s) { run_columns(s, GgmlType::Q4_0, 2560, true); }
 void Gemv_Q8_0_packed(benchmark::State& s) { run_columns(s, GgmlType::Q8_0, 2560, true); }
+void Gemv_Q4_0_packed_tiles(benchmark::State& s) { run_columns(s, GgmlType::Q4_0, 2560, true, true); }
+void Gemv_Q8_0_packed_tiles(benchmark::State& s) { run_columns(s, GgmlType::Q8_0, 2560, true, true); }
+// A 0.8B model's FFN matrix (3584 rows of 1024, 2 MiB), resident in cache across calls as
+// a decode step's weights partly are on this machine: the compute side of the two paths.
+constexpr size_t kFfnBytes = 3584 * 576;
+void Gemv_Q4_0_packed_ffn(benchmark::State& s) { run_columns(s, GgmlType::Q4_0, 1024, true, false, kFfnBytes); }
+void Gemv_Q4_0_packed_ffn_tiles(benchmark::State& s) { run_columns(s, GgmlType::Q4_0, 1024, true, true, kFfnBytes); }
 void Gemv_Q4_K(benchmark::State& s) { run_columns(s, GgmlType::Q4_K, 2560); }
 void Gemv_Q6_K(benchmark::State& s) { run_columns(s, GgmlType::Q6_K, 2560); }
 BENCHMARK(Gemv_Q4_0)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(Gemv_Q8_0)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(Gemv_Q4_0_packed)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(Gemv_Q8_0_packed)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(Gemv_Q4_0_packed_tiles)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(Gemv_Q8_0_packed_tiles)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(Gemv_Q4_0_packed_ffn)->Arg(1)->Arg(2)->Arg(4)->UseRealTime()->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+BENCHMARK(Gemv_Q4_0_packed_ffn_tiles)->Arg(1)->Arg(2)->Arg(4)->UseRealTime()->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(Gemv_Q4_K)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(Gemv_Q6_K)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 

@@ -59,6 +59,7 @@ struct Prepared {
   const void* views = nullptr;    // avx512: per-column views
   uint8_t* panels = nullptr;      // amx: one weight panel per thread
   size_t panel_bytes = 0;
+  bool vector_units = false;      // amx, packed: T <= amx::kVnniMaxCols on VPDPBUSD
 };
 
 // packed: the weights have their AMX tile-order copy (then AMX pays from one token on).
@@ -81,11 +82,13 @@ Prepared prepare(GgmlType type, bool packed, int64_t n, const float* X, int64_t 
     // Quantized into A tiles once; each task unpacks its panel of weight rows into its
     // thread's slice and applies it to every group of 16 tokens.
     const int threads = ctx.pool ? ctx.pool->size() : 1;
-    const size_t act_bytes = (amx::q8_tiles_bytes(n, T) + 63) / 64 * 64;
+    p.vector_units = packed && ctx.packed_few_tokens_on_vector_units && T <= amx::kVnniMaxCols;
+    const size_t act_bytes = (amx::q8_tiles_bytes(n, T) + (p.vector_units ? amx::vnni_sums_bytes(n, T) : 0) + 63) / 64 * 64;
     p.panel_bytes = (amx::panel_bytes(n) + 63) / 64 * 64;
     auto* buf = static_cast<uint8_t*>(ctx.acts.get(act_bytes + p.panel_bytes * static_cast<size_t>(threads)));
     for_columns(T, ctx.pool, [&](int64_t t) { amx::pack_q8_tile_column(X + t * ldx, n, T, t, buf); });
     amx::pad_q8_tiles(n, T, buf);
+    if (p.vector_units) amx::vnni_sums(type, n, T, buf);
     p.act = buf;
     p.panels = buf + act_bytes;
     return p;
@@ -195,7 +198,7 @@ void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, 
     uint8_t* panel = p.panels + p.panel_bytes * static_cast<size_t>(thread);
     if (W.amx_packed) {  // r0 is a multiple of the 64-row task size: a whole packed group
       amx::gemm_packed(W.type, W.amx_packed + static_cast<size_t>(r0 / 16) * amx::packed_group_bytes(W.type, n), n,
-                       W.rows - r0, 0, nr, p.act, T, y, ldy, panel);
+                       W.rows - r0, 0, nr, p.act, T, y, ldy, panel, p.vector_units);
       return;
     }
     auto* gemm = W.type == GgmlType::Q4_0 ? amx::gemm_q4_0 : amx::gemm_q8_0;

@@ -46,6 +46,9 @@ struct KernelContext {
   ScratchBuffer acts;          // converted activations
   ScratchBuffer ptrs;          // per-column views into acts
   ScratchBuffer tiles;         // per-thread output tiles of fused products
+  // Packed Q4_0/Q8_0 on the Amx tier: up to amx::kVnniMaxCols tokens on the vector units
+  // (faster there, same bits); false runs them on the tiles (benchmarks compare the two).
+  bool packed_few_tokens_on_vector_units = true;
 };
 
 // Y[t*ldy + o] = sum_i W[o][i] * X[t*ldx + i] for t < T, o < W.rows.

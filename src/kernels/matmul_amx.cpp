@@ -329,6 +329,84 @@ void stream_packed(const uint8_t* packed, size_t group_bytes, int64_t nb, int64_
   release_tiles();
 }
 
+static_assert(kVnniMaxCols == 4, "vnni_packed_any instantiates 1 .. 4 tokens");
+
+// Few tokens from packed weights on the vector units (T <= kVnniMaxCols). The same 16-row
+// groups, read as VPDPBUSD operands: a B-tile line is 16 rows × 4 codes, so one instruction
+// multiplies it by 4 codes of a token broadcast from its A-tile row, and lane o of every
+// register is row o (no tile store, no horizontal sum). VPDPBUSD wants the weights unsigned:
+// Q4_0 nibbles XOR 8 give the code q (value q − 8), Q8_0 codes XOR 0x80 give w + 128; the
+// offset comes back as sums[t][b] = −8 · Σa (Q4_0) or −128 · Σa (Q8_0), the sum the dot
+// product starts from. The integer block sum is then the tile product's (times 16 for Q4_0,
+// whose tiles hold 16·(q − 8)), converted and scaled with the same float operations in the
+// same order: every output equals the tile path's bit for bit.
+template <int NC, bool Q4>
+void vnni_group(const uint8_t* src, int64_t nb, const uint8_t* a, const float* da, const int32_t* sums, float* y,
+                int64_t ldy, __mmask16 rmask) {
+  constexpr int64_t tb = Q4 ? 256 : 512;
+  const auto* sh = reinterpret_cast<const uint16_t*>(src + nb * tb);
+  const __m512 wscale = _mm512_set1_ps(Q4 ? 1.0f / 16.0f : 1.0f);
+  const __m512i m4 = _mm512_set1_epi8(0x0F), flip = _mm512_set1_epi8(static_cast<char>(Q4 ? 0x88 : 0x80));
+  __m512 acc[NC];
+#pragma GCC unroll 8
+  for (int t = 0; t < NC; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* in = src + b * tb;
+    {
+#pragma GCC unroll 8
+      for (int l = 0; l < tb / 64; ++l) _mm_prefetch(reinterpret_cast<const char*>(in + kStreamPrefetchBlocks * tb + 64 * l), _MM_HINT_T0);
+    }
+    __m512i w[8];
+    if constexpr (Q4) {
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+        const __m512i x = _mm512_xor_si512(_mm512_load_si512(in + 64 * i), flip);
+        w[i] = _mm512_and_si512(x, m4);                             // codes 4i .. 4i + 3
+        w[4 + i] = _mm512_and_si512(_mm512_srli_epi16(x, 4), m4);  // codes 16 + 4i ..
+      }
+    } else {
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) w[i] = _mm512_xor_si512(_mm512_load_si512(in + 64 * i), flip);
+    }
+    const __m512 dw = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sh + 16 * b))), wscale);
+    const uint8_t* ab = a + b * kBlockTile;
+#pragma GCC unroll 8
+    for (int t = 0; t < NC; ++t) {
+      const int32_t* q = reinterpret_cast<const int32_t*>(ab + t * kQK);
+      __m512i c = _mm512_set1_epi32(sums[t * nb + b]);
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) c = _mm512_dpbusd_epi32(c, w[i], _mm512_set1_epi32(q[i]));
+      if constexpr (Q4) c = _mm512_slli_epi32(c, 4);
+      const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(da[b * 16 + t]));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), sc, acc[t]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < NC; ++t) _mm512_mask_storeu_ps(y + t * ldy, rmask, acc[t]);
+}
+
+template <int NC, bool Q4>
+void vnni_packed(const uint8_t* packed, size_t group_bytes, int64_t nb, int64_t r0, int64_t r1, const uint8_t* acts,
+                 const int32_t* sums, float* y, int64_t ldy) {
+  const float* da = reinterpret_cast<const float*>(acts + nb * kBlockTile);
+  for (int64_t o0 = r0; o0 < r1; o0 += 16) {
+    const int64_t left = r1 - o0;
+    const __mmask16 rmask = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
+    vnni_group<NC, Q4>(packed + static_cast<size_t>(o0 / 16) * group_bytes, nb, acts, da, sums, y + o0, ldy, rmask);
+  }
+}
+
+template <bool Q4>
+void vnni_packed_any(const uint8_t* packed, size_t group_bytes, int64_t nb, int64_t r0, int64_t r1,
+                     const uint8_t* acts, const int32_t* sums, int64_t T, float* y, int64_t ldy) {
+  switch (T) {
+    case 1: vnni_packed<1, Q4>(packed, group_bytes, nb, r0, r1, acts, sums, y, ldy); break;
+    case 2: vnni_packed<2, Q4>(packed, group_bytes, nb, r0, r1, acts, sums, y, ldy); break;
+    case 3: vnni_packed<3, Q4>(packed, group_bytes, nb, r0, r1, acts, sums, y, ldy); break;
+    default: vnni_packed<4, Q4>(packed, group_bytes, nb, r0, r1, acts, sums, y, ldy); break;
+  }
+}
+
 template <bool Q4>
 void stream_packed_any(const uint8_t* packed, size_t group_bytes, int64_t nb, int64_t r0, int64_t r1,
                        const uint8_t* acts, int64_t T, float* y, int64_t ldy, uint8_t* ring) {
@@ -440,6 +518,24 @@ void pad_q8_tiles(int64_t n, int64_t T, uint8_t* acts) {
   }
 }
 
+size_t vnni_sums_bytes(int64_t n, int64_t T) {
+  return T <= kVnniMaxCols ? static_cast<size_t>(T * (n / kQK)) * sizeof(int32_t) : 0;
+}
+
+void vnni_sums(GgmlType type, int64_t n, int64_t T, uint8_t* acts) {
+  if (T > kVnniMaxCols) return;
+  const int64_t nb = n / kQK;
+  const int32_t factor = type == GgmlType::Q4_0 ? -8 : -128;
+  auto* sums = reinterpret_cast<int32_t*>(acts + q8_tiles_bytes(n, T));
+  const __m512i ones = _mm512_set1_epi8(1);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t b = 0; b < nb; ++b) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acts + b * kBlockTile + t * kQK));
+      const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, _mm512_zextsi256_si512(q));
+      sums[t * nb + b] = factor * _mm512_reduce_add_epi32(s);
+    }
+}
+
 size_t panel_bytes(int64_t n) {
   return static_cast<size_t>(kPanelRows / 16) * static_cast<size_t>(n / kQK) * (kBlockTile + 64);
 }
@@ -455,7 +551,15 @@ void gemm_q8_0(const uint8_t* w, size_t stride, int64_t n, int64_t rows, int64_t
 }
 
 void gemm_packed(GgmlType type, const uint8_t* packed, int64_t n, int64_t rows, int64_t r0, int64_t r1,
-                 const uint8_t* acts, int64_t T, float* y, int64_t ldy, uint8_t* panel) {
+                 const uint8_t* acts, int64_t T, float* y, int64_t ldy, uint8_t* panel, bool vector_units) {
+  if (vector_units && T <= kVnniMaxCols) {  // few tokens: the vector units
+    const int64_t nb = n / kQK;
+    const size_t gb = packed_group_bytes(type, n);
+    const auto* sums = reinterpret_cast<const int32_t*>(acts + q8_tiles_bytes(n, T));
+    if (type == GgmlType::Q4_0) vnni_packed_any<true>(packed, gb, nb, r0, r1, acts, sums, T, y, ldy);
+    else vnni_packed_any<false>(packed, gb, nb, r0, r1, acts, sums, T, y, ldy);
+    return;
+  }
   if (T <= kTileCols) {  // one token group: stream the weights (the panel only serves reuse)
     const int64_t nb = n / kQK;
     const size_t gb = packed_group_bytes(type, n);

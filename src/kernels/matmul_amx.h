@@ -65,6 +65,18 @@ void pack_q8_tile_column(const float* x, int64_t n, int64_t T, int64_t t, uint8_
 // tokens, else [T, round_up(T, 16)) (call once, after or before packing).
 void pad_q8_tiles(int64_t n, int64_t T, uint8_t* acts);
 
+// Up to kVnniMaxCols tokens, packed weights are multiplied on the vector units (VPDPBUSD on
+// the same 16-row groups, with the same integer block sums and float operations as the
+// tiles, so the same bits): a tile product of a few token rows costs what one of 16 does,
+// and its store-and-scale chain per block held one-token decode to ~13 GB/s. Measured side
+// by side (bench/gemv_bench, *_packed vs *_packed_tiles, 2 threads): a 0.8B FFN matrix in
+// cache 0.39× the tile time at T = 1, 0.79× at 4, 1.16× at 6; 2 GiB of Q4_0 0.80× at
+// T = 1, 0.92× at 4 (bench/RESULTS.md). The calls need the tokens' code sums after their
+// A tiles: vnni_sums_bytes more bytes, filled by vnni_sums.
+constexpr int64_t kVnniMaxCols = 4;
+size_t vnni_sums_bytes(int64_t n, int64_t T);
+void vnni_sums(GgmlType type, int64_t n, int64_t T, uint8_t* acts);
+
 // Bytes of one per-thread weight panel of kPanelRows rows × n elements.
 size_t panel_bytes(int64_t n);
 
@@ -78,8 +90,9 @@ void gemm_q8_0(const uint8_t* w, size_t stride, int64_t n, int64_t rows, int64_t
 
 // The same product from weights packed at load (amx_weight_pack.h): no gather, so it pays
 // from T = 1 on (decode and verification as well as prefill). r0 must be a multiple of 16.
+// vector_units: T <= kVnniMaxCols runs on VPDPBUSD (acts then carry vnni_sums), else tiles.
 void gemm_packed(GgmlType type, const uint8_t* packed, int64_t n, int64_t rows, int64_t r0, int64_t r1,
-                 const uint8_t* acts, int64_t T, float* y, int64_t ldy, uint8_t* panel);
+                 const uint8_t* acts, int64_t T, float* y, int64_t ldy, uint8_t* panel, bool vector_units);
 
 // In-cache int8 ceilings for benchmarks: `iters` rounds of back-to-back products on
 // resident registers; return the number of multiply-accumulates done.

@@ -120,7 +120,11 @@ TEST_P(MatmulTest, EachColumnEqualsItsSingleColumnProductBitForBit) {
     set_cpu_tier(tier);
     for (const WeightMatrix* w : {&W, &Wp}) {
       if (w == &Wp && !can_pack) continue;
-      for (int64_t T : {2, 4, 8}) {
+      // Packed weights run 1..4 tokens on the vector units and 5..16 on the tiles (one group):
+      // the two paths must agree too. (Unpacked weights switch to a tile GEMM from 16 tokens,
+      // beyond any verification width.)
+      for (int64_t T : {2, 4, 6, 8, 16}) {
+        if (T > 8 && w != &Wp) continue;
         std::vector<float> x(static_cast<size_t>(T * c.cols));
         for (auto& v : x) v = nd(rng);
         KernelContext ctx;
@@ -136,6 +140,30 @@ TEST_P(MatmulTest, EachColumnEqualsItsSingleColumnProductBitForBit) {
         }
       }
     }
+  }
+}
+
+// Packed Q4_0/Q8_0 on the Amx tier: 1..4 tokens run on the vector units by default; they must
+// give the tile products' bits (the same integer block sums, the same float operations), or a
+// verification pass of 5+ tokens would not reproduce decode steps.
+TEST_P(MatmulTest, PackedVectorUnitsEqualTilesBitForBit) {
+  const Case c = GetParam();
+  if (cpu_features().best_tier() < CpuTier::Amx) GTEST_SKIP() << "no AMX on this machine";
+  std::mt19937 rng(static_cast<uint32_t>(c.cols * 5 + 1));
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  RandomWeights rw(c.type, c.cols, 70, rng, 1.0f);
+  if (!rw.can_pack) GTEST_SKIP() << ggml_type_name(c.type) << " has no packed form";
+  ThreadPool pool(2);
+  for (int64_t T : {1, 2, 3, 4}) {
+    std::vector<float> x(static_cast<size_t>(T * c.cols));
+    for (auto& v : x) v = nd(rng);
+    std::vector<float> vec(static_cast<size_t>(T * 70)), tiles(vec.size());
+    KernelContext ctx;
+    ctx.pool = &pool;
+    matmul(rw.Wp, x.data(), c.cols, T, vec.data(), 70, ctx);
+    ctx.packed_few_tokens_on_vector_units = false;
+    matmul(rw.Wp, x.data(), c.cols, T, tiles.data(), 70, ctx);
+    ASSERT_EQ(vec, tiles) << ggml_type_name(c.type) << " T=" << T;
   }
 }
 

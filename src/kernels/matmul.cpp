@@ -46,7 +46,9 @@ bool simd_has_kernel(GgmlType t) {
 }
 
 // Avx2: the AVX2 row kernels on the ggml-layout rows the scalar path also uses.
-enum class Path { Scalar, Avx2, Avx512, Amx };
+// PackedVnni: packed Q4_0/Q8_0 (amx_weight_pack.h) on AVX-512 VNNI without AMX: the 16-row
+// groups as VPDPBUSD operands for every T (amx::gemm_packed_vnni).
+enum class Path { Scalar, Avx2, Avx512, PackedVnni, Amx };
 
 // The T activation rows converted once for one weight type and path; any number of
 // weight matrices of that type and width can then be applied (row range by row range).
@@ -59,13 +61,15 @@ struct Prepared {
   const void* views = nullptr;    // avx512: per-column views
   uint8_t* panels = nullptr;      // amx: one weight panel per thread
   size_t panel_bytes = 0;
-  bool vector_units = false;      // amx, packed: T <= amx::kVnniMaxCols on VPDPBUSD
+  bool vector_units = false;      // amx, packed: T <= amx::kVnniMaxCols on VPDPBUSD; always for PackedVnni
 };
 
-// packed: the weights have their AMX tile-order copy (then AMX pays from one token on).
+// packed: the weights have their tile-order copy (then AMX pays from one token on, and the
+// AVX-512 tier multiplies the interleaved groups instead of the ggml rows).
 Path choose_path(GgmlType t, int64_t T, bool packed) {
   const CpuTier tier = active_cpu_tier();
   if ((T >= kAmxMinCols || packed) && tier >= CpuTier::Amx && amx_has_kernel(t)) return Path::Amx;
+  if (packed && tier >= CpuTier::Avx512Vnni && amx_has_kernel(t)) return Path::PackedVnni;
   if (tier >= CpuTier::Avx512Vnni && simd_has_kernel(t)) return Path::Avx512;
   if (tier >= CpuTier::Avx2 && simd_has_kernel(t)) return Path::Avx2;
   return Path::Scalar;
@@ -78,13 +82,14 @@ Prepared prepare(GgmlType type, bool packed, int64_t n, const float* X, int64_t 
   p.type = type;
   p.n = n;
   p.T = T;
-  if (p.path == Path::Amx) {
+  if (p.path == Path::Amx || p.path == Path::PackedVnni) {
     // Quantized into A tiles once; each task unpacks its panel of weight rows into its
     // thread's slice and applies it to every group of 16 tokens.
     const int threads = ctx.pool ? ctx.pool->size() : 1;
-    p.vector_units = packed && ctx.packed_few_tokens_on_vector_units && T <= amx::kVnniMaxCols;
+    p.vector_units = p.path == Path::PackedVnni ||
+                     (packed && ctx.packed_few_tokens_on_vector_units && T <= amx::kVnniMaxCols);
     const size_t act_bytes = (amx::q8_tiles_bytes(n, T) + (p.vector_units ? amx::vnni_sums_bytes(n, T) : 0) + 63) / 64 * 64;
-    p.panel_bytes = (amx::panel_bytes(n) + 63) / 64 * 64;
+    p.panel_bytes = p.path == Path::Amx ? (amx::panel_bytes(n) + 63) / 64 * 64 : 0;
     auto* buf = static_cast<uint8_t*>(ctx.acts.get(act_bytes + p.panel_bytes * static_cast<size_t>(threads)));
     for_columns(T, ctx.pool, [&](int64_t t) { amx::pack_q8_tile_column(X + t * ldx, n, T, t, buf); });
     amx::pad_q8_tiles(n, T, buf);
@@ -194,6 +199,11 @@ void run_rows_avx2(const Prepared& p, const WeightMatrix& W, const uint8_t* w, i
 void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, float* y, int64_t ldy, int thread) {
   const uint8_t* w = W.data + static_cast<size_t>(r0) * W.row_stride;  // row r0 becomes row 0
   const int64_t nr = r1 - r0, n = p.n, T = p.T;
+  if (p.path == Path::PackedVnni) {  // r0 is a multiple of the 64-row task size
+    amx::gemm_packed_vnni(W.type, W.amx_packed + static_cast<size_t>(r0 / 16) * amx::packed_group_bytes(W.type, n), n,
+                          0, nr, p.act, T, y, ldy);
+    return;
+  }
   if (p.path == Path::Amx) {
     uint8_t* panel = p.panels + p.panel_bytes * static_cast<size_t>(thread);
     if (W.amx_packed) {  // r0 is a multiple of the 64-row task size: a whole packed group
@@ -248,7 +258,7 @@ void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, 
 // tasks of half a millisecond each, one of which a thread may end up waiting for.
 constexpr int64_t kMaxTaskRows = 1024;
 int64_t rows_per_task(const Prepared& p, int64_t rows, ThreadPool* pool) {
-  if (p.path == Path::Amx) return amx::kPanelRows;
+  if (p.path == Path::Amx || p.path == Path::PackedVnni) return amx::kPanelRows;
   const int threads = pool ? pool->size() : 1;
   int64_t per = std::min(kMaxTaskRows, (rows + threads * 8 - 1) / (threads * 8));
   if (p.T > kCols) per = std::min<int64_t>(per, 64);

@@ -12,8 +12,12 @@
 //  * T > 8: the same row kernels over groups of 8 columns, rows split in tasks small
 //    enough that a task's weight rows stay in cache across column groups;
 //  * on AMX (Q4_0, Q8_0): int8 tiles, one tile product per 32-element block, for T >= 16,
-//    and for every T when the weights were packed at load (amx_weight_pack.h): decode and
-//    verification then run on the matrix path too, and T = 4 costs about what T = 1 does;
+//    and when the weights were packed at load (amx_weight_pack.h) for every T above
+//    amx::kVnniMaxCols; 1..4 tokens (decode, a 1+3 verification) then run on the vector
+//    units over the same packed groups (VPDPBUSD, same bits), where a tile product of one
+//    token row would cost what one of 16 does;
+//  * on AVX-512 VNNI without AMX, packed Q4_0/Q8_0 run on the vector units for every T
+//    (16 rows per register, tokens in chunks of 4: the interleaved layout the row kernels lack);
 //  * types or tiers without a SIMD kernel: the scalar reference, still threaded.
 #pragma once
 
@@ -33,8 +37,8 @@ struct WeightMatrix {
   int64_t rows = 0;  // ne[1], the output dimension
   const uint8_t* data = nullptr;
   size_t row_stride = 0;  // bytes per row
-  // The same rows in AMX tile order (amx_weight_pack.h), or null. Set at model load on AMX
-  // machines; matmul then multiplies 1..T tokens on the matrix path.
+  // The same rows in AMX tile order (amx_weight_pack.h), or null. Set at model load on AVX-512
+  // VNNI and AMX machines; matmul then multiplies the 16-row groups (tiles or vector units).
   const uint8_t* amx_packed = nullptr;
 
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_stride; }

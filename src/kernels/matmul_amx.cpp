@@ -329,7 +329,7 @@ void stream_packed(const uint8_t* packed, size_t group_bytes, int64_t nb, int64_
   release_tiles();
 }
 
-static_assert(kVnniMaxCols == 4, "vnni_packed_any instantiates 1 .. 4 tokens");
+static_assert(kVnniMaxCols == 4 && kTileCols % kVnniMaxCols == 0, "vnni_rows instantiates 1 .. 4 tokens per chunk");
 
 // Few tokens from packed weights on the vector units (T <= kVnniMaxCols). The same 16-row
 // groups, read as VPDPBUSD operands: a B-tile line is 16 rows × 4 codes, so one instruction
@@ -385,25 +385,32 @@ void vnni_group(const uint8_t* src, int64_t nb, const uint8_t* a, const float* d
   for (int t = 0; t < NC; ++t) _mm512_mask_storeu_ps(y + t * ldy, rmask, acc[t]);
 }
 
-template <int NC, bool Q4>
-void vnni_packed(const uint8_t* packed, size_t group_bytes, int64_t nb, int64_t r0, int64_t r1, const uint8_t* acts,
-                 const int32_t* sums, float* y, int64_t ldy) {
-  const float* da = reinterpret_cast<const float*>(acts + nb * kBlockTile);
+// Rows [r0, r1) of the packed groups × all T tokens, 16 rows at a time; within a group the
+// tokens go in chunks of 4 (never across a 16-token A-tile group), so the group's weights
+// (nb × 288 or 544 bytes) stay in L1 while every chunk reuses them.
+template <bool Q4>
+void vnni_rows(const uint8_t* packed, size_t group_bytes, int64_t nb, int64_t r0, int64_t r1, const uint8_t* acts,
+               int64_t T, float* y, int64_t ldy) {
+  const int64_t groups = groups_of(T);
+  const auto* sums = reinterpret_cast<const int32_t*>(acts + q8_tiles_bytes(nb * kQK, T));
+  const float* scales = reinterpret_cast<const float*>(acts + groups * nb * kBlockTile);
   for (int64_t o0 = r0; o0 < r1; o0 += 16) {
     const int64_t left = r1 - o0;
     const __mmask16 rmask = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
-    vnni_group<NC, Q4>(packed + static_cast<size_t>(o0 / 16) * group_bytes, nb, acts, da, sums, y + o0, ldy, rmask);
-  }
-}
-
-template <bool Q4>
-void vnni_packed_any(const uint8_t* packed, size_t group_bytes, int64_t nb, int64_t r0, int64_t r1,
-                     const uint8_t* acts, const int32_t* sums, int64_t T, float* y, int64_t ldy) {
-  switch (T) {
-    case 1: vnni_packed<1, Q4>(packed, group_bytes, nb, r0, r1, acts, sums, y, ldy); break;
-    case 2: vnni_packed<2, Q4>(packed, group_bytes, nb, r0, r1, acts, sums, y, ldy); break;
-    case 3: vnni_packed<3, Q4>(packed, group_bytes, nb, r0, r1, acts, sums, y, ldy); break;
-    default: vnni_packed<4, Q4>(packed, group_bytes, nb, r0, r1, acts, sums, y, ldy); break;
+    const uint8_t* grp = packed + static_cast<size_t>(o0 / 16) * group_bytes;
+    for (int64_t c0 = 0; c0 < T; c0 += kVnniMaxCols) {
+      const int64_t tg = c0 / kTileCols, r = c0 % kTileCols;
+      const uint8_t* a = acts + tg * nb * kBlockTile + r * kQK;
+      const float* da = scales + tg * nb * 16 + r;
+      const int32_t* s = sums + c0 * nb;
+      float* yc = y + c0 * ldy + o0;
+      switch (T - c0 < kVnniMaxCols ? T - c0 : kVnniMaxCols) {
+        case 1: vnni_group<1, Q4>(grp, nb, a, da, s, yc, ldy, rmask); break;
+        case 2: vnni_group<2, Q4>(grp, nb, a, da, s, yc, ldy, rmask); break;
+        case 3: vnni_group<3, Q4>(grp, nb, a, da, s, yc, ldy, rmask); break;
+        default: vnni_group<4, Q4>(grp, nb, a, da, s, yc, ldy, rmask); break;
+      }
+    }
   }
 }
 
@@ -518,22 +525,29 @@ void pad_q8_tiles(int64_t n, int64_t T, uint8_t* acts) {
   }
 }
 
-size_t vnni_sums_bytes(int64_t n, int64_t T) {
-  return T <= kVnniMaxCols ? static_cast<size_t>(T * (n / kQK)) * sizeof(int32_t) : 0;
-}
+size_t vnni_sums_bytes(int64_t n, int64_t T) { return static_cast<size_t>(T * (n / kQK)) * sizeof(int32_t); }
 
 void vnni_sums(GgmlType type, int64_t n, int64_t T, uint8_t* acts) {
-  if (T > kVnniMaxCols) return;
   const int64_t nb = n / kQK;
   const int32_t factor = type == GgmlType::Q4_0 ? -8 : -128;
   auto* sums = reinterpret_cast<int32_t*>(acts + q8_tiles_bytes(n, T));
   const __m512i ones = _mm512_set1_epi8(1);
-  for (int64_t t = 0; t < T; ++t)
+  for (int64_t t = 0; t < T; ++t) {
+    const uint8_t* codes = acts + (t / kTileCols) * nb * kBlockTile + (t % kTileCols) * kQK;
     for (int64_t b = 0; b < nb; ++b) {
-      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acts + b * kBlockTile + t * kQK));
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + b * kBlockTile));
       const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, _mm512_zextsi256_si512(q));
       sums[t * nb + b] = factor * _mm512_reduce_add_epi32(s);
     }
+  }
+}
+
+void gemm_packed_vnni(GgmlType type, const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const uint8_t* acts,
+                      int64_t T, float* y, int64_t ldy) {
+  const int64_t nb = n / kQK;
+  const size_t gb = packed_group_bytes(type, n);
+  if (type == GgmlType::Q4_0) vnni_rows<true>(packed, gb, nb, r0, r1, acts, T, y, ldy);
+  else vnni_rows<false>(packed, gb, nb, r0, r1, acts, T, y, ldy);
 }
 
 size_t panel_bytes(int64_t n) {
@@ -553,11 +567,7 @@ void gemm_q8_0(const uint8_t* w, size_t stride, int64_t n, int64_t rows, int64_t
 void gemm_packed(GgmlType type, const uint8_t* packed, int64_t n, int64_t rows, int64_t r0, int64_t r1,
                  const uint8_t* acts, int64_t T, float* y, int64_t ldy, uint8_t* panel, bool vector_units) {
   if (vector_units && T <= kVnniMaxCols) {  // few tokens: the vector units
-    const int64_t nb = n / kQK;
-    const size_t gb = packed_group_bytes(type, n);
-    const auto* sums = reinterpret_cast<const int32_t*>(acts + q8_tiles_bytes(n, T));
-    if (type == GgmlType::Q4_0) vnni_packed_any<true>(packed, gb, nb, r0, r1, acts, sums, T, y, ldy);
-    else vnni_packed_any<false>(packed, gb, nb, r0, r1, acts, sums, T, y, ldy);
+    gemm_packed_vnni(type, packed, n, r0, r1, acts, T, y, ldy);
     return;
   }
   if (T <= kTileCols) {  // one token group: stream the weights (the panel only serves reuse)

@@ -57,6 +57,8 @@ constexpr int kPanelRows = 64;  // weight rows one task unpacks and reuses acros
 // tokens use full 16-row tiles.
 constexpr int tile_tokens(int64_t T) { return T >= 16 ? 16 : T > 8 ? 16 : T > 4 ? 8 : T > 2 ? 4 : T > 1 ? 2 : 1; }
 
+// The activation A tiles, their code sums and gemm_packed_vnni use AVX-512 VNNI only (no tile
+// instruction): the Avx512Vnni tier calls them too, for packed weights on its vector units.
 // Bytes the A tiles of T tokens × n elements (n a multiple of 32) take.
 size_t q8_tiles_bytes(int64_t n, int64_t T);
 // Quantizes token t (n floats at x) like ggml's Q8_0 into its A-tile slots.
@@ -76,6 +78,11 @@ void pad_q8_tiles(int64_t n, int64_t T, uint8_t* acts);
 constexpr int64_t kVnniMaxCols = 4;
 size_t vnni_sums_bytes(int64_t n, int64_t T);
 void vnni_sums(GgmlType type, int64_t n, int64_t T, uint8_t* acts);
+// Y[t*ldy + r] = W[r] · act[t] for rows [r0, r1) (r0 a multiple of 16) of packed weights, any
+// T, on the vector units: per 16-row group, tokens in chunks of kVnniMaxCols. acts: A tiles
+// followed by vnni_sums. Bit for bit what gemm_packed computes on the tiles.
+void gemm_packed_vnni(GgmlType type, const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const uint8_t* acts,
+                      int64_t T, float* y, int64_t ldy);
 
 // Bytes of one per-thread weight panel of kPanelRows rows × n elements.
 size_t panel_bytes(int64_t n);

@@ -97,7 +97,7 @@ std::unique_ptr<Qwen35Model> Qwen35Model::load(const std::string& path, int n_th
   m->file_ = GgufFile::open(path);
   m->hp_ = Qwen35HParams::from_gguf(*m->file_);
   m->w_ = Qwen35Weights::load(*m->file_, m->hp_);
-  if (active_cpu_tier() >= CpuTier::Amx) m->pack_for_matrix_path();
+  if (active_cpu_tier() >= CpuTier::Avx512Vnni) m->pack_for_matrix_path();
   m->pool_ = std::make_unique<ThreadPool>(n_threads);
   m->governor_ = std::make_unique<CpuResourceGovernor>(*m->pool_);
   m->ws_ = std::make_unique<Workspace>();

@@ -165,7 +165,8 @@ class Qwen35Model {
   void project(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy);
   void project_many(std::span<const kernels::MatmulTarget> targets, const float* X, int64_t ldx, int64_t T);
 
-  // On the Amx tier: every Q4_0/Q8_0 matrix gets a tile-order copy (kernels/amx_weight_pack.h).
+  // On AVX-512 VNNI and AMX machines: every Q4_0/Q8_0 matrix gets a 16-row interleaved
+  // (tile-order) copy (kernels/amx_weight_pack.h), multiplied on the tiles or the vector units.
   void pack_for_matrix_path();
 
   std::unique_ptr<GgufFile> file_;

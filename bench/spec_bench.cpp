@@ -38,6 +38,7 @@
 
 #include "model/draft_vocab.h"
 #include "model/qwen35_model.h"
+#include "runtime/cpu_features.h"
 #include "serve/speculator.h"
 
 namespace {
@@ -253,9 +254,19 @@ int main(int argc, char** argv) {
           return ms / kInner;
         };
       };
+      // The same two passes with packed 1..4-token products on the AMX tiles instead of the
+      // vector units (same bits): how much of the ratio is the faster one-token decode.
+      auto on_tiles = [&](Kind kind) {
+        return [&, kind]() {
+          m.set_packed_few_tokens_on_vector_units(false);
+          const double ms = run(kind)();
+          m.set_packed_few_tokens_on_vector_units(true);
+          return ms;
+        };
+      };
       for (Kind k : {Decode, Replay, Copy, PerColumn}) run(k)();  // warm every output's buffers
       const auto t = side_by_side(reps * 3, {run(Decode), run(Replay), run(Copy), run(PerColumn), rollback(Replay),
-                                             rollback(Copy)});
+                                             rollback(Copy), on_tiles(Decode), on_tiles(Replay)});
       std::printf("\n2. verification of 1+%d tokens vs a 1-token decode step (after %d tokens; median of %d)\n", K,
                   prompt_len, reps * 3);
       std::printf("   decode step (1 token)                       %8.2f ms\n", t[0]);
@@ -265,10 +276,18 @@ int main(int argc, char** argv) {
       std::printf("   verify 1+%d, one column at a time, replay   %8.2f ms   %.3fx\n", K, t[3], t[3] / t[0]);
       std::printf("   rollback to 1 of %d accepted: replay        %8.2f ms\n", K, t[4]);
       std::printf("   rollback to 1 of %d accepted: copy          %8.2f ms\n", K, t[5]);
+      if (m.packed_weight_bytes() > 0 && active_cpu_tier() >= CpuTier::Amx) {
+        std::printf("   packed products of 1..4 tokens on the AMX tiles instead of the vector units:\n");
+        std::printf("   decode step (1 token), tiles                %8.2f ms   %.3fx the vector-unit step\n", t[6],
+                    t[6] / t[0]);
+        std::printf("   verify 1+%d, replay log, tiles               %8.2f ms   %.3fx its decode step\n", K, t[7],
+                    t[7] / t[6]);
+      }
       J["verify"] = {{"decode_ms", t[0]},          {"verify_shared_ms", t[1]},      {"verify_shared_copies_ms", t[2]},
                      {"verify_per_column_ms", t[3]}, {"rollback_replay_ms", t[4]},   {"rollback_copy_ms", t[5]},
                      {"shared_ratio", t[1] / t[0]}, {"shared_copies_ratio", t[2] / t[0]},
-                     {"per_column_ratio", t[3] / t[0]}};
+                     {"per_column_ratio", t[3] / t[0]}, {"decode_tiles_ms", t[6]},
+                     {"verify_shared_tiles_ms", t[7]}};
     }
 
     // 3. A draft step over the trimmed head vs the full head.

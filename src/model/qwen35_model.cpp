@@ -106,6 +106,8 @@ std::unique_ptr<Qwen35Model> Qwen35Model::load(const std::string& path, int n_th
   return m;
 }
 
+void Qwen35Model::set_packed_few_tokens_on_vector_units(bool on) { ws_->kc.packed_few_tokens_on_vector_units = on; }
+
 void Qwen35Model::pack_for_matrix_path() {
   // After packing, the ggml rows of a matrix are only read on another tier: their pages
   // leave the resident set (the file stays the backing store), so the model is not held twice.

@@ -115,8 +115,11 @@ class Qwen35Model {
   const Qwen35Weights& weights() const { return w_; }
   const GgufFile& file() const { return *file_; }
   ThreadPool& pool() { return *pool_; }
-  // Bytes of the weights' AMX tile-order copies (0 unless loaded on the Amx tier).
+  // Bytes of the weights' tile-order copies (0 unless loaded on the AVX-512 VNNI or Amx tier).
   size_t packed_weight_bytes() const { return packed_.bytes(); }
+  // On the Amx tier, packed products of 1..4 tokens run on the vector units (default, faster)
+  // or, with false, on the tiles; the logits are the same bits (benchmarks compare the two).
+  void set_packed_few_tokens_on_vector_units(bool on);
   // Gives the pool's resources back between bursts (idle release, 3 s by default).
   CpuResourceGovernor& governor() { return *governor_; }
 

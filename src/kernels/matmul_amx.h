@@ -71,10 +71,10 @@ void pad_q8_tiles(int64_t n, int64_t T, uint8_t* acts);
 // the same 16-row groups, with the same integer block sums and float operations as the
 // tiles, so the same bits): a tile product of a few token rows costs what one of 16 does,
 // and its store-and-scale chain per block held one-token decode to ~13 GB/s. Measured side
-// by side (bench/gemv_bench, *_packed vs *_packed_tiles, 2 threads): a 0.8B FFN matrix in
-// cache 0.39× the tile time at T = 1, 0.79× at 4, 1.16× at 6; 2 GiB of Q4_0 0.80× at
-// T = 1, 0.92× at 4 (bench/RESULTS.md). The calls need the tokens' code sums after their
-// A tiles: vnni_sums_bytes more bytes, filled by vnni_sums.
+// by side (bench/gemv_bench, *_packed vs *_packed_tiles, 2 threads; bench/RESULTS.md): a
+// 0.8B FFN matrix in cache 0.38× the tile time at T = 1, 0.82× at 4 (an earlier run: 1.16×
+// at 6); 2 GiB of Q4_0 0.67× at T = 1, 0.81× at 4. The calls need the tokens' code sums
+// after their A tiles: vnni_sums_bytes more bytes, filled by vnni_sums.
 constexpr int64_t kVnniMaxCols = 4;
 size_t vnni_sums_bytes(int64_t n, int64_t T);
 void vnni_sums(GgmlType type, int64_t n, int64_t T, uint8_t* acts);

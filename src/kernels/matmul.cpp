@@ -83,8 +83,9 @@ Prepared prepare(GgmlType type, bool packed, int64_t n, const float* X, int64_t 
   p.n = n;
   p.T = T;
   if (p.path == Path::Amx || p.path == Path::PackedVnni) {
-    // Quantized into A tiles once; each task unpacks its panel of weight rows into its
-    // thread's slice and applies it to every group of 16 tokens.
+    // Quantized into A tiles once (plus per-token code sums for the vector units); on the
+    // tiles each task unpacks its panel of weight rows into its thread's slice and applies it
+    // to every group of 16 tokens.
     const int threads = ctx.pool ? ctx.pool->size() : 1;
     p.vector_units = p.path == Path::PackedVnni ||
                      (packed && ctx.packed_few_tokens_on_vector_units && T <= amx::kVnniMaxCols);

@@ -26,20 +26,21 @@
 // token groups outer, row groups inner (the 16×K A tiles stay in L1, the panel in L2,
 // its B tiles prefetched a few blocks ahead).
 //
-// One token group (T <= 16) from packed weights: no panel; each 16-row group streams block
-// by block through a 4-slot ring (unpack two blocks ahead, prefetch 16 ahead) while the
-// tiles multiply, and the A/C tiles have tile_tokens(T) rows. Each weight byte is read once
-// and the per-token work is one tile row: decode runs at the memory's speed and a 1+3
-// verification costs about one decode step. Every (token, row) output accumulates its
-// blocks in the same order whatever T is, so a column is bit for bit its one-token product.
+// One token group (5 <= T <= 16) from packed weights: no panel; each 16-row group streams
+// block by block through a 4-slot ring (unpack two blocks ahead, prefetch 16 ahead) while
+// the tiles multiply, and the A/C tiles have tile_tokens(T) rows. Fewer tokens (decode, a
+// 1+3 verification) run on the vector units instead (kVnniMaxCols below). Every (token, row)
+// output accumulates its blocks in the same order whatever T and unit, so a column is bit
+// for bit its one-token product.
 //
 // Tile state is configured (ldtilecfg through inline asm over the whole 64-byte config:
 // GCC 12's _tile_loadconfig claims to read 8 bytes only, so the config stores can be
 // dropped) at the start of every gemm call and released (tilerelease) before it returns.
 //
-// Only callable when cpu_features() reports AMX-INT8 with OS permission (the Amx tier).
-// This translation unit is compiled with AMX and AVX-512 flags and uses no library
-// templates or inline library code.
+// Only callable when cpu_features() reports AMX-INT8 with OS permission (the Amx tier),
+// except the activation tiles, vnni_sums and gemm_packed_vnni, which use AVX-512 VNNI only
+// (the Avx512Vnni tier's packed path). This translation unit is compiled with AMX and AVX-512
+// flags and uses no library templates or inline library code.
 #pragma once
 
 #include <cstddef>

@@ -229,19 +229,21 @@ void q6_K_row(const BlockQ6_K* w, int64_t nb, const BlockQ8_K* const* a, float* 
                                            4 * g, 4 * g);
       s[g] = _mm512_permutexvar_epi16(idx, sc16);
     }
-    const __m256i sc16y = _mm256_cvtepi8_epi16(scales);
+    // The stored codes are q + 32: each column's sum starts from −32 · Σ_j scale_j · bsum_j
+    // (in integers; −32 · scale fits int16), so the per-column work is the dot products, one
+    // multiply-add for the offset and the float scaling. The scales' −32 multiple and d are
+    // shared by the columns.
+    const __m256i neg32sc = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(scales), _mm256_set1_epi16(-32));
+    const __m512 dv = _mm512_set1_ps(d);
     for (int c = 0; c < NC; ++c) {
       const BlockQ8_K& y = a[c][i];
-      __m512i isum = _mm512_setzero_si512();
+      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.bsums));
+      __m512i isum = _mm512_zextsi256_si512(_mm256_madd_epi16(bs, neg32sc));
       for (int g = 0; g < 4; ++g) {
         const __m512i prod = _mm512_maddubs_epi16(q[g], _mm512_loadu_si512(y.qs + 64 * g));
         isum = _mm512_dpwssd_epi32(isum, prod, s[g]);
       }
-      // The stored codes are q + 32: subtract 32 * sum_j scale_j * bsum_j, in integers.
-      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.bsums));
-      const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16y), 5);
-      isum = _mm512_sub_epi32(isum, _mm512_zextsi256_si512(corr));
-      acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(d * y.d), acc[c]);
+      acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dv, _mm512_set1_ps(y.d)), acc[c]);
     }
   }
   for (int c = 0; c < NC; ++c) out[c] = _mm512_reduce_add_ps(acc[c]);

@@ -113,7 +113,7 @@ std::string prometheus_text(const serve::EngineSnapshot& s) {
   w.one("tandem_prompt_cache_entries", "gauge", "Prompt-cache entries.", d(s.prompt_cache_entries));
 
   w.one("tandem_model_packed_weight_bytes", "gauge",
-        "Bytes of the weights' AMX tile-order copies made at load (their mmap'd rows leave the resident set).",
+        "Bytes of the weights' 16-row tile-order copies made at load on AVX-512 VNNI / AMX machines (their mmap'd rows leave the resident set).",
         d(s.packed_weight_bytes));
   // Resource governor (idle release).
   const GovernorStats& g = s.governor;

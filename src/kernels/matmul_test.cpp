@@ -31,7 +31,8 @@ std::vector<CpuTier> available_tiers() {
 }
 
 // rows x cols random weights (normal, times `scale`) quantized to `type`, and the same matrix
-// with its AMX tile-order copy when the type has one (the Amx tier then runs every T on tiles).
+// with its tile-order copy when the type has one (matmul then runs the 16-row groups: AMX tiles
+// from 5 tokens, the vector units below that and on the AVX-512 tier).
 struct RandomWeights {
   std::vector<uint8_t> bytes;
   WeightMatrix W, Wp;

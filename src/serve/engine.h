@@ -113,7 +113,7 @@ struct EngineSnapshot {
   int64_t sampled_tokens = 0;  // output tokens of all requests
   size_t prompt_cache_bytes = 0, prompt_cache_budget_bytes = 0, prompt_cache_entries = 0;
   GovernorStats governor;
-  size_t packed_weight_bytes = 0;  // the weights' AMX tile-order copies (0 off the Amx tier)
+  size_t packed_weight_bytes = 0;  // the weights' 16-row tile-order copies (0 below the AVX-512 VNNI tier)
   PolicyKind policy = PolicyKind::Divergence;
   int64_t min_gap = 0;
   bool consolidate = false;

@@ -98,9 +98,9 @@ void ReadBandwidth(benchmark::State& state) {
 }
 BENCHMARK(ReadBandwidth)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
-// packed: multiply the AMX tile-order copy, as a model loaded on the Amx tier does (1..6
-// tokens on the vector units, more on the tiles; other tiers ignore the copy). on_tiles:
-// every T on the tiles (the path the vector units replaced, for the side-by-side ratio).
+// packed: multiply the tile-order copy as a model loaded on this machine does (Amx tier: 1..4
+// tokens on the vector units, more on the tiles; avx512 tier: every T on the vector units).
+// on_tiles: every T on the tiles (Amx tier; the path the vector units replaced, side by side).
 // bytes: the matrix size (default: far beyond the caches).
 void run_columns(benchmark::State& state, GgmlType type, int64_t cols, bool packed = false, bool on_tiles = false,
                  size_t bytes = kBigBytes) {

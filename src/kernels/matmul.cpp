@@ -92,9 +92,11 @@ Prepared prepare(GgmlType type, bool packed, int64_t n, const float* X, int64_t 
     const size_t act_bytes = (amx::q8_tiles_bytes(n, T) + (p.vector_units ? amx::vnni_sums_bytes(n, T) : 0) + 63) / 64 * 64;
     p.panel_bytes = p.path == Path::Amx ? (amx::panel_bytes(n) + 63) / 64 * 64 : 0;
     auto* buf = static_cast<uint8_t*>(ctx.acts.get(act_bytes + p.panel_bytes * static_cast<size_t>(threads)));
-    for_columns(T, ctx.pool, [&](int64_t t) { amx::pack_q8_tile_column(X + t * ldx, n, T, t, buf); });
+    for_columns(T, ctx.pool, [&](int64_t t) {
+      amx::pack_q8_tile_column(X + t * ldx, n, T, t, buf);
+      if (p.vector_units) amx::vnni_sums_column(type, n, T, t, buf);
+    });
     amx::pad_q8_tiles(n, T, buf);
-    if (p.vector_units) amx::vnni_sums(type, n, T, buf);
     p.act = buf;
     p.panels = buf + act_bytes;
     return p;
@@ -200,16 +202,17 @@ void run_rows_avx2(const Prepared& p, const WeightMatrix& W, const uint8_t* w, i
 void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, float* y, int64_t ldy, int thread) {
   const uint8_t* w = W.data + static_cast<size_t>(r0) * W.row_stride;  // row r0 becomes row 0
   const int64_t nr = r1 - r0, n = p.n, T = p.T;
-  if (p.path == Path::PackedVnni) {  // r0 is a multiple of the 64-row task size
-    amx::gemm_packed_vnni(W.type, W.amx_packed + static_cast<size_t>(r0 / 16) * amx::packed_group_bytes(W.type, n), n,
-                          0, nr, p.act, T, y, ldy);
+  // Packed: r0 is a multiple of the 64-row task size, so row r0 starts a 16-row group.
+  const uint8_t* packed =
+      W.amx_packed ? W.amx_packed + static_cast<size_t>(r0 / 16) * amx::packed_group_bytes(W.type, n) : nullptr;
+  if (p.path == Path::PackedVnni) {
+    amx::gemm_packed_vnni(W.type, packed, n, 0, nr, p.act, T, y, ldy);
     return;
   }
   if (p.path == Path::Amx) {
     uint8_t* panel = p.panels + p.panel_bytes * static_cast<size_t>(thread);
-    if (W.amx_packed) {  // r0 is a multiple of the 64-row task size: a whole packed group
-      amx::gemm_packed(W.type, W.amx_packed + static_cast<size_t>(r0 / 16) * amx::packed_group_bytes(W.type, n), n,
-                       W.rows - r0, 0, nr, p.act, T, y, ldy, panel, p.vector_units);
+    if (packed) {
+      amx::gemm_packed(W.type, packed, n, W.rows - r0, 0, nr, p.act, T, y, ldy, panel, p.vector_units);
       return;
     }
     auto* gemm = W.type == GgmlType::Q4_0 ? amx::gemm_q4_0 : amx::gemm_q8_0;

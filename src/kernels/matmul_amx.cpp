@@ -331,8 +331,8 @@ void stream_packed(const uint8_t* packed, size_t group_bytes, int64_t nb, int64_
 
 static_assert(kVnniMaxCols == 4 && kTileCols % kVnniMaxCols == 0, "vnni_rows instantiates 1 .. 4 tokens per chunk");
 
-// Few tokens from packed weights on the vector units (T <= kVnniMaxCols). The same 16-row
-// groups, read as VPDPBUSD operands: a B-tile line is 16 rows × 4 codes, so one instruction
+// NC <= kVnniMaxCols tokens × one packed 16-row group on the vector units. The same
+// groups the tiles read, as VPDPBUSD operands: a B-tile line is 16 rows × 4 codes, so one instruction
 // multiplies it by 4 codes of a token broadcast from its A-tile row, and lane o of every
 // register is row o (no tile store, no horizontal sum). VPDPBUSD wants the weights unsigned:
 // Q4_0 nibbles XOR 8 give the code q (value q − 8), Q8_0 codes XOR 0x80 give w + 128; the
@@ -352,10 +352,10 @@ void vnni_group(const uint8_t* src, int64_t nb, const uint8_t* a, const float* d
   for (int t = 0; t < NC; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* in = src + b * tb;
-    {
+    // Past the group's last block this reaches its scales and the next group: the stream.
 #pragma GCC unroll 8
-      for (int l = 0; l < tb / 64; ++l) _mm_prefetch(reinterpret_cast<const char*>(in + kStreamPrefetchBlocks * tb + 64 * l), _MM_HINT_T0);
-    }
+    for (int l = 0; l < tb / 64; ++l)
+      _mm_prefetch(reinterpret_cast<const char*>(in + kStreamPrefetchBlocks * tb + 64 * l), _MM_HINT_T0);
     __m512i w[8];
     if constexpr (Q4) {
 #pragma GCC unroll 4
@@ -527,18 +527,16 @@ void pad_q8_tiles(int64_t n, int64_t T, uint8_t* acts) {
 
 size_t vnni_sums_bytes(int64_t n, int64_t T) { return static_cast<size_t>(T * (n / kQK)) * sizeof(int32_t); }
 
-void vnni_sums(GgmlType type, int64_t n, int64_t T, uint8_t* acts) {
+void vnni_sums_column(GgmlType type, int64_t n, int64_t T, int64_t t, uint8_t* acts) {
   const int64_t nb = n / kQK;
   const int32_t factor = type == GgmlType::Q4_0 ? -8 : -128;
-  auto* sums = reinterpret_cast<int32_t*>(acts + q8_tiles_bytes(n, T));
+  int32_t* sums = reinterpret_cast<int32_t*>(acts + q8_tiles_bytes(n, T)) + t * nb;
+  const uint8_t* codes = acts + (t / kTileCols) * nb * kBlockTile + (t % kTileCols) * kQK;
   const __m512i ones = _mm512_set1_epi8(1);
-  for (int64_t t = 0; t < T; ++t) {
-    const uint8_t* codes = acts + (t / kTileCols) * nb * kBlockTile + (t % kTileCols) * kQK;
-    for (int64_t b = 0; b < nb; ++b) {
-      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + b * kBlockTile));
-      const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, _mm512_zextsi256_si512(q));
-      sums[t * nb + b] = factor * _mm512_reduce_add_epi32(s);
-    }
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + b * kBlockTile));
+    const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, _mm512_zextsi256_si512(q));
+    sums[b] = factor * _mm512_reduce_add_epi32(s);
   }
 }
 
@@ -566,7 +564,7 @@ void gemm_q8_0(const uint8_t* w, size_t stride, int64_t n, int64_t rows, int64_t
 
 void gemm_packed(GgmlType type, const uint8_t* packed, int64_t n, int64_t rows, int64_t r0, int64_t r1,
                  const uint8_t* acts, int64_t T, float* y, int64_t ldy, uint8_t* panel, bool vector_units) {
-  if (vector_units && T <= kVnniMaxCols) {  // few tokens: the vector units
+  if (vector_units) {  // few tokens (matmul's choice): the vector units
     gemm_packed_vnni(type, packed, n, r0, r1, acts, T, y, ldy);
     return;
   }

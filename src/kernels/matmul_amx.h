@@ -75,10 +75,11 @@ void pad_q8_tiles(int64_t n, int64_t T, uint8_t* acts);
 // by side (bench/gemv_bench, *_packed vs *_packed_tiles, 2 threads; bench/RESULTS.md): a
 // 0.8B FFN matrix in cache 0.38× the tile time at T = 1, 0.82× at 4 (an earlier run: 1.16×
 // at 6); 2 GiB of Q4_0 0.67× at T = 1, 0.81× at 4. The calls need the tokens' code sums
-// after their A tiles: vnni_sums_bytes more bytes, filled by vnni_sums.
+// after their A tiles: vnni_sums_bytes more bytes, token t's filled by vnni_sums_column once
+// its A-tile slots are packed.
 constexpr int64_t kVnniMaxCols = 4;
 size_t vnni_sums_bytes(int64_t n, int64_t T);
-void vnni_sums(GgmlType type, int64_t n, int64_t T, uint8_t* acts);
+void vnni_sums_column(GgmlType type, int64_t n, int64_t T, int64_t t, uint8_t* acts);
 // Y[t*ldy + r] = W[r] · act[t] for rows [r0, r1) (r0 a multiple of 16) of packed weights, any
 // T, on the vector units: per 16-row group, tokens in chunks of kVnniMaxCols. acts: A tiles
 // followed by vnni_sums. Bit for bit what gemm_packed computes on the tiles.
@@ -98,7 +99,8 @@ void gemm_q8_0(const uint8_t* w, size_t stride, int64_t n, int64_t rows, int64_t
 
 // The same product from weights packed at load (amx_weight_pack.h): no gather, so it pays
 // from T = 1 on (decode and verification as well as prefill). r0 must be a multiple of 16.
-// vector_units: T <= kVnniMaxCols runs on VPDPBUSD (acts then carry vnni_sums), else tiles.
+// vector_units: on VPDPBUSD (gemm_packed_vnni; acts then carry the code sums), else on the
+// tiles; matmul asks for it up to kVnniMaxCols tokens.
 void gemm_packed(GgmlType type, const uint8_t* packed, int64_t n, int64_t rows, int64_t r0, int64_t r1,
                  const uint8_t* acts, int64_t T, float* y, int64_t ldy, uint8_t* panel, bool vector_units);
 

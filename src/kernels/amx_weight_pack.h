@@ -3,10 +3,10 @@
 // Why: an AMX tile product wants the weights of 16 output rows interleaved four bytes at a
 // time (B[k/4][o*4 + k%4]). Rearranging the mmap'd ggml blocks on every call costs a gather
 // per block, which is cheap only when it is amortised over many tokens (prefill). With the
-// weights stored in tile order, a call with 1..15 tokens (decode, speculative verification)
-// unpacks with a few shifts and masks per 16 row-blocks, so the matrix path serves the
-// vector path's work too: one tile product replaces 16 rows × T columns of AVX-512
-// dot products, and T = 4 costs about what T = 1 costs (matmul_amx.h).
+// weights stored in tile order, a call with 5..15 tokens unpacks with a few shifts and masks
+// per 16 row-blocks instead. The same order suits the vector units: a 64-byte line is 16 rows
+// × 4 codes, one VPDPBUSD operand, so 1..4 tokens (decode, a 1+3 verification) and, without
+// AMX, every T multiply these groups on AVX-512 VNNI (matmul_amx.h, gemm_packed_vnni).
 //
 // Layout (64-byte aligned), per group of 16 rows (rows past the matrix are zero), per
 // 32-element block b (nb = n / 32 blocks):

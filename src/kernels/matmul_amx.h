@@ -38,7 +38,7 @@
 // dropped) at the start of every gemm call and released (tilerelease) before it returns.
 //
 // Only callable when cpu_features() reports AMX-INT8 with OS permission (the Amx tier),
-// except the activation tiles, vnni_sums and gemm_packed_vnni, which use AVX-512 VNNI only
+// except the activation tiles, vnni_sums_column and gemm_packed_vnni, which use AVX-512 VNNI only
 // (the Avx512Vnni tier's packed path). This translation unit is compiled with AMX and AVX-512
 // flags and uses no library templates or inline library code.
 #pragma once
@@ -82,7 +82,7 @@ size_t vnni_sums_bytes(int64_t n, int64_t T);
 void vnni_sums_column(GgmlType type, int64_t n, int64_t T, int64_t t, uint8_t* acts);
 // Y[t*ldy + r] = W[r] · act[t] for rows [r0, r1) (r0 a multiple of 16) of packed weights, any
 // T, on the vector units: per 16-row group, tokens in chunks of kVnniMaxCols. acts: A tiles
-// followed by vnni_sums. Bit for bit what gemm_packed computes on the tiles.
+// followed by the code sums (vnni_sums_column). Bit for bit what gemm_packed computes on the tiles.
 void gemm_packed_vnni(GgmlType type, const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const uint8_t* acts,
                       int64_t T, float* y, int64_t ldy);
 

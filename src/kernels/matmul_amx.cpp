@@ -337,15 +337,18 @@ static_assert(kVnniMaxCols == 4 && kTileCols % kVnniMaxCols == 0, "vnni_rows ins
 // register is row o (no tile store, no horizontal sum). VPDPBUSD wants the weights unsigned:
 // Q4_0 nibbles XOR 8 give the code q (value q − 8), Q8_0 codes XOR 0x80 give w + 128; the
 // offset comes back as sums[t][b] = −8 · Σa (Q4_0) or −128 · Σa (Q8_0), the sum the dot
-// product starts from. The integer block sum is then the tile product's (times 16 for Q4_0,
-// whose tiles hold 16·(q − 8)), converted and scaled with the same float operations in the
-// same order: every output equals the tile path's bit for bit.
+// product starts from. The integer block sum s is then the tile product's, except that the
+// Q4_0 tiles hold 16·(q − 8) and so compute 16·s, scaled by d_w / 16: the products
+// (16·s)·((d_w / 16)·d_a) and s·(d_w·d_a) are the same real number (scaling by a power of
+// two is exact), so one FMA rounds them alike and every output equals the tile path's bit
+// for bit without the shift and the 1/16. Each token's eight VPDPBUSD run as two chains of
+// four (integer sums: the order does not matter), interleaved across the tokens, so the
+// units are not left waiting on one 8-deep chain per token and block.
 template <int NC, bool Q4>
 void vnni_group(const uint8_t* src, int64_t nb, const uint8_t* a, const float* da, const int32_t* sums, float* y,
                 int64_t ldy, __mmask16 rmask) {
   constexpr int64_t tb = Q4 ? 256 : 512;
   const auto* sh = reinterpret_cast<const uint16_t*>(src + nb * tb);
-  const __m512 wscale = _mm512_set1_ps(Q4 ? 1.0f / 16.0f : 1.0f);
   const __m512i m4 = _mm512_set1_epi8(0x0F), flip = _mm512_set1_epi8(static_cast<char>(Q4 ? 0x88 : 0x80));
   __m512 acc[NC];
 #pragma GCC unroll 8
@@ -368,15 +371,26 @@ void vnni_group(const uint8_t* src, int64_t nb, const uint8_t* a, const float* d
 #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) w[i] = _mm512_xor_si512(_mm512_load_si512(in + 64 * i), flip);
     }
-    const __m512 dw = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sh + 16 * b))), wscale);
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sh + 16 * b)));
     const uint8_t* ab = a + b * kBlockTile;
+    __m512i lo[NC], hi[NC];
 #pragma GCC unroll 8
     for (int t = 0; t < NC; ++t) {
-      const int32_t* q = reinterpret_cast<const int32_t*>(ab + t * kQK);
-      __m512i c = _mm512_set1_epi32(sums[t * nb + b]);
+      lo[t] = _mm512_set1_epi32(sums[t * nb + b]);
+      hi[t] = _mm512_setzero_si512();
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
 #pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) c = _mm512_dpbusd_epi32(c, w[i], _mm512_set1_epi32(q[i]));
-      if constexpr (Q4) c = _mm512_slli_epi32(c, 4);
+      for (int t = 0; t < NC; ++t) {
+        const int32_t* q = reinterpret_cast<const int32_t*>(ab + t * kQK);
+        lo[t] = _mm512_dpbusd_epi32(lo[t], w[i], _mm512_set1_epi32(q[i]));
+        hi[t] = _mm512_dpbusd_epi32(hi[t], w[4 + i], _mm512_set1_epi32(q[4 + i]));
+      }
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < NC; ++t) {
+      const __m512i c = _mm512_add_epi32(lo[t], hi[t]);
       const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(da[b * 16 + t]));
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), sc, acc[t]);
     }

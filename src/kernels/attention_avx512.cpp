@@ -6,29 +6,91 @@
 
 #include "kernels/simd_avx512.h"
 
+// GCC 12 warns about the deliberately undefined upper halves inside its own
+// intrinsics (_mm512_reduce_add_ps, ...).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 namespace tandem::kernels::avx512 {
 
 namespace {
 
-// out rows [r0, r0 + R) (R <= 4), value dims [c0, c0 + 16*CW): sum_p w[r][p] * V[p] with the
-// accumulators in registers; w rows hold the normalised weights (zero past a row's n_kv).
-template <int CW>
-void pv_block(int R, const float* w, int64_t ldw, int64_t n_pos, const float* v_cache, int64_t kv_stride, int c0,
-              float* const* out) {
-  __m512 acc[4][CW];
-  for (int r = 0; r < 4; ++r)
-    for (int c = 0; c < CW; ++c) acc[r][c] = _mm512_setzero_ps();
+// Scores of RB query rows × PB positions (RB · PB = 16 accumulators): the dot products are
+// independent chains interleaved in one loop, and each 16-float chunk of a K row is loaded
+// once for the RB rows (a row at a time would wait on one 16-deep FMA chain per score, and
+// read K once per row). Each score is the same chain over the chunks and the same horizontal
+// sum whatever block it falls in, so a row's scores do not depend on its neighbours. Rows
+// past the group repeat its last row and positions past the block's longest row repeat its
+// last position (their results are dropped); positions a row does not see are not stored.
+template <int RB, int PB>
+void score_rows(int r0, int n, const float* const* q, const int64_t* n_kv, int nv, float scale, const float* k_cache,
+                int64_t kv_stride, float* scores, int64_t ld, float* mx) {
+  const float* qr[RB];
+  int64_t seen = 0;  // the block's longest row
+  for (int i = 0; i < RB; ++i) {
+    const int r = r0 + i < n ? r0 + i : n - 1;
+    qr[i] = q[r];
+    seen = n_kv[r] > seen ? n_kv[r] : seen;
+  }
+  for (int64_t p0 = 0; p0 < seen; p0 += PB) {
+    const float* kp[PB];
+    for (int j = 0; j < PB; ++j) kp[j] = k_cache + (p0 + j < seen ? p0 + j : seen - 1) * kv_stride;
+    __m512 acc[RB][PB];
+    for (int i = 0; i < RB; ++i)
+      for (int j = 0; j < PB; ++j) acc[i][j] = _mm512_setzero_ps();
+    for (int c = 0; c < nv; ++c) {
+      __m512 kv[PB];
+      for (int j = 0; j < PB; ++j) kv[j] = _mm512_loadu_ps(kp[j] + 16 * c);
+      for (int i = 0; i < RB; ++i) {
+        const __m512 qv = _mm512_loadu_ps(qr[i] + 16 * c);
+        for (int j = 0; j < PB; ++j) acc[i][j] = _mm512_fmadd_ps(qv, kv[j], acc[i][j]);
+      }
+    }
+    for (int i = 0; i < RB && r0 + i < n; ++i) {
+      const int r = r0 + i;
+      for (int j = 0; j < PB && p0 + j < n_kv[r]; ++j) {
+        const float sc = _mm512_reduce_add_ps(acc[i][j]) * scale;
+        scores[r * ld + p0 + j] = sc;
+        mx[r] = sc > mx[r] ? sc : mx[r];
+      }
+    }
+  }
+}
+
+// Out rows [r0, r0 + RB) ∩ [0, n), value dims [c0, c0 + 16·CW): Σ_p w[r][p] · V[p] with the
+// RB · CW accumulators in registers, each V chunk loaded once for the RB rows; w rows hold
+// the normalised weights (zero past a row's n_kv). Rows past the group repeat its last row.
+template <int RB, int CW>
+void pv_rows(int r0, int n, const float* w, int64_t ldw, int64_t n_pos, const float* v_cache, int64_t kv_stride,
+             int c0, float* const* out) {
+  const float* wr[RB];
+  for (int i = 0; i < RB; ++i) wr[i] = w + (r0 + i < n ? r0 + i : n - 1) * ldw;
+  __m512 acc[RB][CW];
+  for (int i = 0; i < RB; ++i)
+    for (int c = 0; c < CW; ++c) acc[i][c] = _mm512_setzero_ps();
   for (int64_t p = 0; p < n_pos; ++p) {
     const float* v = v_cache + p * kv_stride + c0;
     __m512 vv[CW];
     for (int c = 0; c < CW; ++c) vv[c] = _mm512_loadu_ps(v + 16 * c);
-    for (int r = 0; r < R; ++r) {
-      const __m512 wr = _mm512_set1_ps(w[r * ldw + p]);
-      for (int c = 0; c < CW; ++c) acc[r][c] = _mm512_fmadd_ps(wr, vv[c], acc[r][c]);
+    for (int i = 0; i < RB; ++i) {
+      const __m512 wp = _mm512_set1_ps(wr[i][p]);
+      for (int c = 0; c < CW; ++c) acc[i][c] = _mm512_fmadd_ps(wp, vv[c], acc[i][c]);
     }
   }
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < CW; ++c) _mm512_storeu_ps(out[r] + c0 + 16 * c, acc[r][c]);
+  for (int i = 0; i < RB && r0 + i < n; ++i)
+    for (int c = 0; c < CW; ++c) _mm512_storeu_ps(out[r0 + i] + c0 + 16 * c, acc[i][c]);
+}
+
+// Every row block (RB rows) × every value block (16·CW dims, a narrower one at the end).
+template <int RB, int CW>
+void pv_all(int n, const float* w, int64_t ldw, const int64_t* n_kv, int nv, const float* v_cache,
+            int64_t kv_stride, float* const* out) {
+  for (int r0 = 0; r0 < n; r0 += RB) {
+    int64_t n_pos = 0;
+    for (int r = r0; r < r0 + RB && r < n; ++r) n_pos = n_kv[r] > n_pos ? n_kv[r] : n_pos;
+    int c = 0;
+    for (; c + CW <= nv; c += CW) pv_rows<RB, CW>(r0, n, w, ldw, n_pos, v_cache, kv_stride, 16 * c, out);
+    for (; c < nv; ++c) pv_rows<RB, 1>(r0, n, w, ldw, n_pos, v_cache, kv_stride, 16 * c, out);
+  }
 }
 
 }  // namespace
@@ -39,21 +101,10 @@ void attention_rows(int n, const float* const* q, float* const* out, const int64
   int64_t longest = 0;
   for (int r = 0; r < n; ++r) longest = n_kv[r] > longest ? n_kv[r] : longest;
   const int64_t ld = longest;
-  // 1. Scores: each K row once for every query row that sees it.
+  // 1. Scores.
   float mx[16];
   for (int r = 0; r < n; ++r) mx[r] = -INFINITY;
-  for (int64_t p = 0; p < longest; ++p) {
-    const float* k = k_cache + p * kv_stride;
-    for (int r = 0; r < n; ++r) {
-      if (p >= n_kv[r]) continue;
-      const float* qr = q[r];
-      __m512 acc = _mm512_setzero_ps();
-      for (int c = 0; c < nv; ++c) acc = _mm512_fmadd_ps(_mm512_loadu_ps(qr + 16 * c), _mm512_loadu_ps(k + 16 * c), acc);
-      const float s = _mm512_reduce_add_ps(acc) * scale;
-      scores[r * ld + p] = s;
-      mx[r] = s > mx[r] ? s : mx[r];
-    }
-  }
+  for (int r0 = 0; r0 < n; r0 += 4) score_rows<4, 4>(r0, n, q, n_kv, nv, scale, k_cache, kv_stride, scores, ld, mx);
   // 2. Softmax per row; weights past n_kv are zero.
   for (int r = 0; r < n; ++r) {
     float* sr = scores + r * ld;
@@ -74,24 +125,9 @@ void attention_rows(int n, const float* const* q, float* const* out, const int64
     for (p = 0; p < m; ++p) sr[p] = sr[p] * inv;
     for (; p < longest; ++p) sr[p] = 0.0f;
   }
-  // 3. Weighted V sums: four rows and up to 64 value dims per register block; each V row
-  //    is read once per block of four query rows. Adding a zero weight leaves a sum as it is
-  //    (w * v = +-0), so a row's result does not depend on the rows it is grouped with.
-  for (int r0 = 0; r0 < n; r0 += 4) {
-    const int R = n - r0 < 4 ? n - r0 : 4;
-    int64_t n_pos = 0;
-    for (int r = r0; r < r0 + R; ++r) n_pos = n_kv[r] > n_pos ? n_kv[r] : n_pos;
-    for (int c = 0; c < nv; c += 4) {
-      const int cw = nv - c < 4 ? nv - c : 4;
-      const float* w = scores + r0 * ld;
-      switch (cw) {
-        case 1: pv_block<1>(R, w, ld, n_pos, v_cache, kv_stride, 16 * c, out + r0); break;
-        case 2: pv_block<2>(R, w, ld, n_pos, v_cache, kv_stride, 16 * c, out + r0); break;
-        case 3: pv_block<3>(R, w, ld, n_pos, v_cache, kv_stride, 16 * c, out + r0); break;
-        default: pv_block<4>(R, w, ld, n_pos, v_cache, kv_stride, 16 * c, out + r0); break;
-      }
-    }
-  }
+  // 3. Weighted V sums. Adding a zero weight leaves a sum as it is (w · v = ±0), so a row's
+  //    result does not depend on the rows it is grouped with.
+  pv_all<4, 4>(n, scores, ld, n_kv, nv, v_cache, kv_stride, out);
 }
 
 }  // namespace tandem::kernels::avx512

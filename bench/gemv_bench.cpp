@@ -4,7 +4,9 @@
 //  * Gemv/<type>: one activation column against a weight matrix larger than the L3
 //    (so weights stream from memory, as in decode), reported as GB/s of weights;
 //  * ColumnShared/<type>/<T>: T = 1, 2, 4, 8 columns against the same matrix (the
-//    speculative-verification product); time(4)/time(1) is the ratio.
+//    speculative-verification product); time(4)/time(1) is the ratio;
+//  * Attention_rows/<rows>: one KV head's attention for a decode step (4 rows) and for a 1+3
+//    verification (16 rows).
 // Run: tandem_bench_gemv --benchmark_counters_tabular=true  (bench/run does this).
 #include <benchmark/benchmark.h>
 
@@ -17,8 +19,10 @@
 
 #include "gguf/quants.h"
 #include "kernels/amx_weight_pack.h"
+#include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "runtime/cpu_features.h"
+#include "runtime/scratch.h"
 #include "runtime/thread_pool.h"
 
 namespace {
@@ -155,6 +159,36 @@ BENCHMARK(Gemv_Q4_0_packed_ffn)->Arg(1)->Arg(2)->Arg(4)->UseRealTime()->Unit(ben
 BENCHMARK(Gemv_Q4_0_packed_ffn_tiles)->Arg(1)->Arg(2)->Arg(4)->UseRealTime()->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(Gemv_Q4_K)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(Gemv_Q6_K)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
+
+// Attention of the query rows that share one KV head (one task of a full-attention layer, on
+// one thread), 0.8B shape: head_dim 256, 4 heads per KV head, 512 cached positions. 4 rows are
+// a decode step's task, 16 a 1+3 verification's (4 tokens × 4 heads): time(16)/time(4) is
+// what verification adds per attention layer.
+void Attention_rows(benchmark::State& state) {
+  constexpr int hd = 256, group = 4;
+  constexpr int64_t kvd = 2 * hd, n_ctx = 512 + 4;
+  const int n = static_cast<int>(state.range(0));
+  std::vector<float> q(static_cast<size_t>(tandem::kernels::AttentionRows::kMax * hd)), out(q.size());
+  std::vector<float> k(static_cast<size_t>(n_ctx * kvd)), v(k.size());
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd;
+  for (auto* vec : {&q, &k, &v})
+    for (auto& x : *vec) x = nd(rng);
+  tandem::kernels::AttentionRows rows;
+  for (int r = 0; r < n; ++r) {
+    rows.q[r] = q.data() + r * hd;
+    rows.out[r] = out.data() + r * hd;
+    rows.n_kv[r] = 512 + 1 + r / group;  // token t of the batch sees the 512 cached + t + 1
+  }
+  rows.n = n;
+  ScratchBuffer scratch;
+  for (auto _ : state) {
+    attention_rows(rows, hd, 0.0625f, k.data(), v.data(), kvd, scratch);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetLabel(cpu_tier_name(active_cpu_tier()));
+}
+BENCHMARK(Attention_rows)->Arg(4)->Arg(16)->UseRealTime()->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 
 }  // namespace
 

@@ -14,45 +14,80 @@ namespace tandem::kernels::avx512 {
 
 namespace {
 
-// Scores of RB query rows × PB positions (RB · PB = 16 accumulators): the dot products are
-// independent chains interleaved in one loop, and each 16-float chunk of a K row is loaded
-// once for the RB rows (a row at a time would wait on one 16-deep FMA chain per score, and
-// read K once per row). Each score is the same chain over the chunks and the same horizontal
-// sum whatever block it falls in, so a row's scores do not depend on its neighbours. Rows
-// past the group repeat its last row and positions past the block's longest row repeat its
-// last position (their results are dropped); positions a row does not see are not stored.
-template <int RB, int PB>
+// How many cache rows ahead the weighted-V loop prefetches.
+constexpr int64_t kPrefetchRows = 8;
+
+// The 16 horizontal sums of x[0..15] in one register: lane 4q + l holds the sum of x[4l + q].
+// Every sum is added in the same tree ((e + e+8) + (e+4 + e+12) per e < 4, then pairs of
+// those), whatever its slot: 45 shuffles and adds where 16 separate reductions take ~140.
+inline __m512 transpose_sums(const __m512* x) {
+  __m512 y[8], z[4], w[2];
+  for (int m = 0; m < 8; ++m)  // quarters 0,1: halves of x[2m]; 2,3: of x[2m + 1]
+    y[m] = _mm512_add_ps(_mm512_shuffle_f32x4(x[2 * m], x[2 * m + 1], 0x44),
+                         _mm512_shuffle_f32x4(x[2 * m], x[2 * m + 1], 0xEE));
+  for (int m = 0; m < 4; ++m)  // quarter q: four partial sums of x[4m + q]
+    z[m] = _mm512_add_ps(_mm512_shuffle_f32x4(y[2 * m], y[2 * m + 1], 0x88),
+                         _mm512_shuffle_f32x4(y[2 * m], y[2 * m + 1], 0xDD));
+  for (int m = 0; m < 2; ++m)  // quarter q: two halves of x[8m + q], then of x[8m + 4 + q]
+    w[m] = _mm512_add_ps(_mm512_shuffle_ps(z[2 * m], z[2 * m + 1], 0x88),
+                         _mm512_shuffle_ps(z[2 * m], z[2 * m + 1], 0xDD));
+  return _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xDD));
+}
+
+// Scores of 4 query rows × 4 positions at a time: the 16 dot products are independent chains
+// interleaved in one loop, and each 16-float chunk of a K row is loaded once for the 4 rows
+// (a row at a time would wait on one 16-deep FMA chain per score, and read K once per row).
+// Each score is the same chain over the chunks and the same sum tree whatever block or slot
+// it falls in, so a row's scores do not depend on its neighbours. Rows past the group repeat
+// its last row and positions past the block's longest row repeat its last position (their
+// results are dropped); positions a row does not see are neither stored nor in its max.
 void score_rows(int r0, int n, const float* const* q, const int64_t* n_kv, int nv, float scale, const float* k_cache,
                 int64_t kv_stride, float* scores, int64_t ld, float* mx) {
-  const float* qr[RB];
+  const float* qr[4];
   int64_t seen = 0;  // the block's longest row
-  for (int i = 0; i < RB; ++i) {
+  alignas(64) int32_t lane_nkv[16];
+  for (int i = 0; i < 4; ++i) {
     const int r = r0 + i < n ? r0 + i : n - 1;
     qr[i] = q[r];
     seen = n_kv[r] > seen ? n_kv[r] : seen;
+    // Lane 4i + j is row i, position p0 + j: it counts while p0 + j < n_kv (none for pad rows).
+    for (int j = 0; j < 4; ++j) lane_nkv[4 * i + j] = r0 + i < n ? static_cast<int32_t>(n_kv[r]) : 0;
   }
-  for (int64_t p0 = 0; p0 < seen; p0 += PB) {
-    const float* kp[PB];
-    for (int j = 0; j < PB; ++j) kp[j] = k_cache + (p0 + j < seen ? p0 + j : seen - 1) * kv_stride;
-    __m512 acc[RB][PB];
-    for (int i = 0; i < RB; ++i)
-      for (int j = 0; j < PB; ++j) acc[i][j] = _mm512_setzero_ps();
+  const __m512i nkv = _mm512_load_si512(lane_nkv);
+  const __m512i lane_pos = _mm512_set_epi32(3, 2, 1, 0, 3, 2, 1, 0, 3, 2, 1, 0, 3, 2, 1, 0);
+  const __m512 vscale = _mm512_set1_ps(scale);
+  __m512 vmax = _mm512_set1_ps(-INFINITY);
+  for (int64_t p0 = 0; p0 < seen; p0 += 4) {
+    const float* kp[4];
+    for (int j = 0; j < 4; ++j) kp[j] = k_cache + (p0 + j < seen ? p0 + j : seen - 1) * kv_stride;
+    __m512 acc[16];  // acc[4j + i]: row i, position p0 + j (the order transpose_sums turns row-major)
+    for (int k = 0; k < 16; ++k) acc[k] = _mm512_setzero_ps();
     for (int c = 0; c < nv; ++c) {
-      __m512 kv[PB];
-      for (int j = 0; j < PB; ++j) kv[j] = _mm512_loadu_ps(kp[j] + 16 * c);
-      for (int i = 0; i < RB; ++i) {
+      __m512 kv[4];
+      for (int j = 0; j < 4; ++j) {
+        // The next block's K rows, a line per row and chunk (rows are kv_stride apart).
+        _mm_prefetch(reinterpret_cast<const char*>(kp[j] + 4 * kv_stride + 16 * c), _MM_HINT_T0);
+        kv[j] = _mm512_loadu_ps(kp[j] + 16 * c);
+      }
+      for (int i = 0; i < 4; ++i) {
         const __m512 qv = _mm512_loadu_ps(qr[i] + 16 * c);
-        for (int j = 0; j < PB; ++j) acc[i][j] = _mm512_fmadd_ps(qv, kv[j], acc[i][j]);
+        for (int j = 0; j < 4; ++j) acc[4 * j + i] = _mm512_fmadd_ps(qv, kv[j], acc[4 * j + i]);
       }
     }
-    for (int i = 0; i < RB && r0 + i < n; ++i) {
-      const int r = r0 + i;
-      for (int j = 0; j < PB && p0 + j < n_kv[r]; ++j) {
-        const float sc = _mm512_reduce_add_ps(acc[i][j]) * scale;
-        scores[r * ld + p0 + j] = sc;
-        mx[r] = sc > mx[r] ? sc : mx[r];
-      }
-    }
+    const __m512 sc = _mm512_mul_ps(transpose_sums(acc), vscale);  // lane 4i + j: row i, position p0 + j
+    const __mmask16 valid =
+        _mm512_cmplt_epi32_mask(_mm512_add_epi32(lane_pos, _mm512_set1_epi32(static_cast<int32_t>(p0))), nkv);
+    vmax = _mm512_mask_max_ps(vmax, valid, vmax, sc);
+    for (int i = 0; i < 4 && r0 + i < n; ++i)
+      _mm512_mask_compressstoreu_ps(scores + (r0 + i) * ld + p0, static_cast<__mmask16>((valid >> (4 * i)) & 0xF) << (4 * i)
+                                    , sc);
+  }
+  alignas(64) float m[16];
+  _mm512_store_ps(m, vmax);
+  for (int i = 0; i < 4 && r0 + i < n; ++i) {
+    const float a = m[4 * i] > m[4 * i + 1] ? m[4 * i] : m[4 * i + 1];
+    const float b = m[4 * i + 2] > m[4 * i + 3] ? m[4 * i + 2] : m[4 * i + 3];
+    mx[r0 + i] = a > b ? a : b;
   }
 }
 
@@ -69,6 +104,9 @@ void pv_rows(int r0, int n, const float* w, int64_t ldw, int64_t n_pos, const fl
     for (int c = 0; c < CW; ++c) acc[i][c] = _mm512_setzero_ps();
   for (int64_t p = 0; p < n_pos; ++p) {
     const float* v = v_cache + p * kv_stride + c0;
+    // Cache rows are kv_stride apart (all KV heads): too far for the hardware to see a stream.
+    if (p + kPrefetchRows < n_pos)
+      for (int c = 0; c < CW; ++c) _mm_prefetch(reinterpret_cast<const char*>(v + kPrefetchRows * kv_stride + 16 * c), _MM_HINT_T0);
     __m512 vv[CW];
     for (int c = 0; c < CW; ++c) vv[c] = _mm512_loadu_ps(v + 16 * c);
     for (int i = 0; i < RB; ++i) {
@@ -104,7 +142,7 @@ void attention_rows(int n, const float* const* q, float* const* out, const int64
   // 1. Scores.
   float mx[16];
   for (int r = 0; r < n; ++r) mx[r] = -INFINITY;
-  for (int r0 = 0; r0 < n; r0 += 4) score_rows<4, 4>(r0, n, q, n_kv, nv, scale, k_cache, kv_stride, scores, ld, mx);
+  for (int r0 = 0; r0 < n; r0 += 4) score_rows(r0, n, q, n_kv, nv, scale, k_cache, kv_stride, scores, ld, mx);
   // 2. Softmax per row; weights past n_kv are zero.
   for (int r = 0; r < n; ++r) {
     float* sr = scores + r * ld;

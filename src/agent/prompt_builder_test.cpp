@@ -62,7 +62,7 @@ TEST(PromptBuilder, FlattensTheAccessibilityTree) {
 }
 
 TEST(PromptBuilder, DefaultLayout) {
-  Observation obs{.app = "Clock", .task = "Set an alarm for 7:00", .tree = sample_tree()};
+  Observation obs{.app = "Clock", .task = "Set an alarm for 7:00", .tree = sample_tree(), .date = "", .image = ""};
   const BuiltPrompt p = build_prompt(obs, actions(5));
   const std::string& t = p.text;
   ASSERT_EQ(t.rfind(rules_text(), 0), 0u);  // rules first
@@ -94,7 +94,7 @@ TEST(PromptBuilder, DefaultLayout) {
 }
 
 TEST(PromptBuilder, OtherLayouts) {
-  Observation obs{.app = "Clock", .task = "T", .tree = sample_tree(), .date = "2026-08-14 09:30"};
+  Observation obs{.app = "Clock", .task = "T", .tree = sample_tree(), .date = "2026-08-14 09:30", .image = ""};
   PromptLayout mem;
   mem.growing_memory = true;
   const std::string m = build_prompt(obs, actions(5), mem).text;

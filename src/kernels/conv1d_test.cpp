@@ -48,7 +48,9 @@ TEST(Conv1d, EveryTierMatchesScalarReference) {
         conv_state_after(x.data(), ld, 1, channels, K, st.data(), after.data());
         for (int64_t ch = 0; ch < channels; ++ch) {
           EXPECT_EQ(after[ch * (K - 1) + (K - 2)], x[ch]);
-          if (K > 2) EXPECT_EQ(after[ch * (K - 1)], st[ch * (K - 1) + 1]);
+          if (K > 2) {
+            EXPECT_EQ(after[ch * (K - 1)], st[ch * (K - 1) + 1]);
+          }
         }
       }
 }

@@ -5,6 +5,10 @@
 
 #include "kernels/simd_avx512.h"
 
+// GCC 12 warns about the deliberately undefined upper halves inside its own
+// intrinsics (_mm512_reduce_add_ps, ...).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 namespace tandem::kernels::avx512 {
 
 void silu_mul(const float* g, const float* u, float* y, int64_t n) {

@@ -10,6 +10,10 @@
 #include "gguf/ggml_type.h"
 #include "gguf/quants.h"
 
+// GCC 12 warns about the deliberately undefined upper halves inside its own
+// intrinsics (_mm512_reduce_add_epi32, _mm512_zextsi256_si512, ...).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 namespace tandem::kernels::amx {
 namespace {
 

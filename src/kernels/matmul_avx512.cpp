@@ -4,6 +4,11 @@
 #include <immintrin.h>
 #include <string.h>
 
+// GCC 12 warns about the deliberately undefined upper halves inside its own
+// intrinsics (_mm512_reduce_add_ps, ...).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
 namespace tandem::kernels::avx512 {
 namespace {
 

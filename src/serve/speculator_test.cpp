@@ -416,7 +416,9 @@ TEST_P(SpeculatorTest, MtpStateFollowsTheTrunkThroughRestores) {
     const std::vector<int32_t> want = fresh.draft(last, 3);
     // After a prompt-cache load the head has no trunk hidden states for the loaded rows (zeros
     // there): its drafts may differ from a fresh head's (the output does not, see above).
-    if (!rep.stats.prompt_cache_loaded) EXPECT_EQ(got, want) << "request " << i;
+    if (!rep.stats.prompt_cache_loaded) {
+      EXPECT_EQ(got, want) << "request " << i;
+    }
     const MtpState& a = slot->speculator()->mtp_state();
     const MtpState& b = fresh.mtp_state();
     ASSERT_EQ(a.n_past, b.n_past);
@@ -430,7 +432,9 @@ TEST_P(SpeculatorTest, MtpStateFollowsTheTrunkThroughRestores) {
     // Q8_0: the MTP head quantizes its inputs to 8 bits, so the trunk's last-bit differences
     // between pass layouts (chunked vs per-token tails) can move a row by one quantization step.
     const double tol = GetParam() == "F32" ? 1e-3 : 3e-2;
-    if (!rep.stats.prompt_cache_loaded) EXPECT_LE(diff, tol * mag) << "request " << i;
+    if (!rep.stats.prompt_cache_loaded) {
+      EXPECT_LE(diff, tol * mag) << "request " << i;
+    }
   }
   EXPECT_GT(restored, 0);
   EXPECT_GT(loaded, 0);
@@ -481,7 +485,9 @@ TEST(DraftHead, SelectionPutsSpecialAndByteTokensFirstThenCorpusFrequency) {
   for (int32_t b = 0; b < 256; ++b) EXPECT_TRUE(std::binary_search(s.ids.begin(), s.ids.end(), b)) << b;
   // Rows left after the specials and bytes go to the most frequent corpus tokens.
   const int64_t left = 258 - s.special_and_byte;
-  if (left >= 1) EXPECT_TRUE(std::binary_search(s.ids.begin(), s.ids.end(), 302));
+  if (left >= 1) {
+    EXPECT_TRUE(std::binary_search(s.ids.begin(), s.ids.end(), 302));
+  }
   EXPECT_THROW(select_draft_rows(*f, n_vocab, std::vector<int32_t>{static_cast<int32_t>(n_vocab)}, 10),
                std::invalid_argument);
 }

@@ -68,7 +68,9 @@ TEST(Tokenizer, BrokenUtf8BecomesReplacementCharacters) {
       decode_utf8(s, cps);
       bool low = true;
       for (uint32_t cp : cps) low &= cp < 0x300;
-      if (low) EXPECT_EQ(tok->decode(out), s);
+      if (low) {
+        EXPECT_EQ(tok->decode(out), s);
+      }
     }
   }
 }

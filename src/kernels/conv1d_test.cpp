@@ -55,6 +55,32 @@ TEST(Conv1d, EveryTierMatchesScalarReference) {
       }
 }
 
+// The state after n of the batch's tokens is the last K-1 entries of (old state, inputs
+// 0 .. n-1) per channel: every n from 0 (the old state itself) past K-1, for the unrolled
+// kernel of 4 (K-1 = 3), other sizes and one beyond the hoisted-source path (K-1 = 9).
+TEST(Conv1d, StateAfterIsTheLastInputsOfEveryChannel) {
+  std::mt19937 rng(6);
+  std::normal_distribution<float> nd;
+  for (int K : {2, 4, 5, 10})
+    for (int64_t channels : {1, 17, 300}) {
+      const int S = K - 1;
+      const int64_t T = 12, ld = channels + 5;
+      std::vector<float> x(static_cast<size_t>(T * ld)), st(static_cast<size_t>(channels * S));
+      for (auto* v : {&x, &st})
+        for (auto& e : *v) e = nd(rng);
+      for (int64_t n = 0; n <= T; ++n) {
+        std::vector<float> after(st.size(), NAN);
+        conv_state_after(x.data(), ld, n, channels, K, st.data(), after.data());
+        for (int64_t ch = 0; ch < channels; ++ch) {
+          std::vector<float> seq(st.begin() + ch * S, st.begin() + (ch + 1) * S);  // oldest first
+          for (int64_t t = 0; t < n; ++t) seq.push_back(x[t * ld + ch]);
+          for (int j = 0; j < S; ++j)
+            ASSERT_EQ(after[ch * S + j], seq[seq.size() - S + j]) << "K " << K << " channels " << channels << " n " << n;
+        }
+      }
+    }
+}
+
 TEST(Elementwise, SiluProductsMatchScalarOnEveryTier) {
   std::mt19937 rng(9);
   std::normal_distribution<float> nd(0.0f, 4.0f);

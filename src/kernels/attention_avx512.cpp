@@ -17,23 +17,6 @@ namespace {
 // How many cache rows ahead the weighted-V loop prefetches.
 constexpr int64_t kPrefetchRows = 8;
 
-// The 16 horizontal sums of x[0..15] in one register: lane 4q + l holds the sum of x[4l + q].
-// Every sum is added in the same tree ((e + e+8) + (e+4 + e+12) per e < 4, then pairs of
-// those), whatever its slot: 45 shuffles and adds where 16 separate reductions take ~140.
-inline __m512 transpose_sums(const __m512* x) {
-  __m512 y[8], z[4], w[2];
-  for (int m = 0; m < 8; ++m)  // quarters 0,1: halves of x[2m]; 2,3: of x[2m + 1]
-    y[m] = _mm512_add_ps(_mm512_shuffle_f32x4(x[2 * m], x[2 * m + 1], 0x44),
-                         _mm512_shuffle_f32x4(x[2 * m], x[2 * m + 1], 0xEE));
-  for (int m = 0; m < 4; ++m)  // quarter q: four partial sums of x[4m + q]
-    z[m] = _mm512_add_ps(_mm512_shuffle_f32x4(y[2 * m], y[2 * m + 1], 0x88),
-                         _mm512_shuffle_f32x4(y[2 * m], y[2 * m + 1], 0xDD));
-  for (int m = 0; m < 2; ++m)  // quarter q: two halves of x[8m + q], then of x[8m + 4 + q]
-    w[m] = _mm512_add_ps(_mm512_shuffle_ps(z[2 * m], z[2 * m + 1], 0x88),
-                         _mm512_shuffle_ps(z[2 * m], z[2 * m + 1], 0xDD));
-  return _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xDD));
-}
-
 // Scores of 4 query rows × 4 positions at a time: the 16 dot products are independent chains
 // interleaved in one loop, and each 16-float chunk of a K row is loaded once for the 4 rows
 // (a row at a time would wait on one 16-deep FMA chain per score, and read K once per row).
@@ -60,7 +43,7 @@ void score_rows(int r0, int n, const float* const* q, const int64_t* n_kv, int n
   for (int64_t p0 = 0; p0 < seen; p0 += 4) {
     const float* kp[4];
     for (int j = 0; j < 4; ++j) kp[j] = k_cache + (p0 + j < seen ? p0 + j : seen - 1) * kv_stride;
-    __m512 acc[16];  // acc[4j + i]: row i, position p0 + j (the order transpose_sums turns row-major)
+    __m512 acc[16];  // acc[4j + i]: row i, position p0 + j (the order reduce16_transposed turns row-major)
     for (int k = 0; k < 16; ++k) acc[k] = _mm512_setzero_ps();
     for (int c = 0; c < nv; ++c) {
       __m512 kv[4];
@@ -74,7 +57,8 @@ void score_rows(int r0, int n, const float* const* q, const int64_t* n_kv, int n
         for (int j = 0; j < 4; ++j) acc[4 * j + i] = _mm512_fmadd_ps(qv, kv[j], acc[4 * j + i]);
       }
     }
-    const __m512 sc = _mm512_mul_ps(transpose_sums(acc), vscale);  // lane 4i + j: row i, position p0 + j
+    const __m512 sums = reduce16_transposed(acc, [](__m512 a, __m512 b) { return _mm512_add_ps(a, b); });
+    const __m512 sc = _mm512_mul_ps(sums, vscale);  // lane 4i + j: row i, position p0 + j
     const __mmask16 valid =
         _mm512_cmplt_epi32_mask(_mm512_add_epi32(lane_pos, _mm512_set1_epi32(static_cast<int32_t>(p0))), nkv);
     vmax = _mm512_mask_max_ps(vmax, valid, vmax, sc);

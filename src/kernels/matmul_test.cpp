@@ -216,7 +216,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{GgmlType::F32, 37}, Case{GgmlType::F32, 256}, Case{GgmlType::F16, 100},
                       Case{GgmlType::BF16, 64}, Case{GgmlType::Q4_0, 32}, Case{GgmlType::Q4_0, 96}, Case{GgmlType::Q4_0, 1024},
                       Case{GgmlType::Q4_1, 160}, Case{GgmlType::Q5_0, 96}, Case{GgmlType::Q5_1, 64},
-                      Case{GgmlType::Q8_0, 96}, Case{GgmlType::Q8_0, 1024}, Case{GgmlType::Q4_K, 256},
+                      Case{GgmlType::Q8_0, 96}, Case{GgmlType::Q8_0, 1024}, Case{GgmlType::Q8_0, 1312}, Case{GgmlType::Q4_K, 256},
                       Case{GgmlType::Q4_K, 768}, Case{GgmlType::Q5_K, 512}, Case{GgmlType::Q6_K, 256},
                       Case{GgmlType::Q6_K, 1280}, Case{GgmlType::Q8_K, 256}),
     [](const auto& info) {

@@ -33,4 +33,20 @@ static inline __m512 silu_ps(__m512 x) {
   return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
 }
 
+// The 16 horizontal reductions (op: add or max) of x[0..15] in one register: lane 4q + l holds
+// that of x[4l + q]. Every lane is combined in the same tree ((e ∘ e+8) ∘ (e+4 ∘ e+12) per e < 4,
+// then pairs of those) whatever its slot: 45 shuffles and ops where 16 separate reductions take
+// ~140, and a result never depends on which slot its vector had.
+template <class Op>
+static inline __m512 reduce16_transposed(const __m512* x, Op op) {
+  __m512 y[8], z[4], w[2];
+  for (int m = 0; m < 8; ++m)  // quarters 0,1: halves of x[2m]; 2,3: of x[2m + 1]
+    y[m] = op(_mm512_shuffle_f32x4(x[2 * m], x[2 * m + 1], 0x44), _mm512_shuffle_f32x4(x[2 * m], x[2 * m + 1], 0xEE));
+  for (int m = 0; m < 4; ++m)  // quarter q: four partial results of x[4m + q]
+    z[m] = op(_mm512_shuffle_f32x4(y[2 * m], y[2 * m + 1], 0x88), _mm512_shuffle_f32x4(y[2 * m], y[2 * m + 1], 0xDD));
+  for (int m = 0; m < 2; ++m)  // quarter q: two halves of x[8m + q], then of x[8m + 4 + q]
+    w[m] = op(_mm512_shuffle_ps(z[2 * m], z[2 * m + 1], 0x88), _mm512_shuffle_ps(z[2 * m], z[2 * m + 1], 0xDD));
+  return op(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xDD));
+}
+
 }  // namespace tandem::kernels::avx512

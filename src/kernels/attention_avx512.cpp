@@ -62,9 +62,10 @@ void score_rows(int r0, int n, const float* const* q, const int64_t* n_kv, int n
     const __mmask16 valid =
         _mm512_cmplt_epi32_mask(_mm512_add_epi32(lane_pos, _mm512_set1_epi32(static_cast<int32_t>(p0))), nkv);
     vmax = _mm512_mask_max_ps(vmax, valid, vmax, sc);
-    for (int i = 0; i < 4 && r0 + i < n; ++i)
-      _mm512_mask_compressstoreu_ps(scores + (r0 + i) * ld + p0, static_cast<__mmask16>((valid >> (4 * i)) & 0xF) << (4 * i)
-                                    , sc);
+    for (int i = 0; i < 4 && r0 + i < n; ++i) {  // row i's seen positions: a prefix of its 4 lanes
+      const __mmask16 lanes = static_cast<__mmask16>(valid & (0xFu << (4 * i)));
+      _mm512_mask_compressstoreu_ps(scores + (r0 + i) * ld + p0, lanes, sc);
+    }
   }
   alignas(64) float m[16];
   _mm512_store_ps(m, vmax);

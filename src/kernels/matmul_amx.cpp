@@ -1,6 +1,7 @@
 // Compiled with -mamx-tile -mamx-int8 -mamx-bf16 and the AVX-512 flags (see CMakeLists.txt).
-// Plain code and intrinsics only: no library templates or inline library functions, so no
-// AMX / AVX-512 instruction can end up in a function another translation unit links to.
+// Plain code, intrinsics and simd_avx512.h's static inline helpers only: no library templates
+// or inline library functions, so no AMX / AVX-512 instruction can end up in a function another
+// translation unit links to.
 #include "kernels/matmul_amx.h"
 
 #include "kernels/amx_weight_pack.h"
@@ -336,6 +337,14 @@ void stream_packed(const uint8_t* packed, size_t group_bytes, int64_t nb, int64_
 
 static_assert(kVnniMaxCols == 4 && kTileCols % kVnniMaxCols == 0, "vnni_rows instantiates 1 .. 4 tokens per chunk");
 
+// c += w · (the 4 bytes at a, broadcast): VPDPBUSD with an embedded-broadcast memory operand.
+// GCC 12 emits a separate VPBROADCASTD for _mm512_set1_epi32(*a); one instruction instead of
+// two per product keeps the front end ahead of the vector ports (~3% on a 1 GiB stream at
+// T = 1 and 4, up to 12% in cache).
+inline void dpbusd_bcast(__m512i& c, __m512i w, const int32_t* a) {
+  asm("vpdpbusd %[a]%{1to16%}, %[w], %[c]" : [c] "+v"(c) : [w] "v"(w), [a] "m"(*a));
+}
+
 // NC <= kVnniMaxCols tokens × one packed 16-row group on the vector units. The same
 // groups the tiles read, as VPDPBUSD operands: a B-tile line is 16 rows × 4 codes, so one instruction
 // multiplies it by 4 codes of a token broadcast from its A-tile row, and lane o of every
@@ -349,14 +358,6 @@ static_assert(kVnniMaxCols == 4 && kTileCols % kVnniMaxCols == 0, "vnni_rows ins
 // for bit without the shift and the 1/16. Each token's eight VPDPBUSD run as two chains of
 // four (integer sums: the order does not matter), interleaved across the tokens, so the
 // units are not left waiting on one 8-deep chain per token and block.
-// c += w · (the 4 bytes at a, broadcast): VPDPBUSD with an embedded-broadcast memory operand.
-// GCC 12 emits a separate VPBROADCASTD for _mm512_set1_epi32(*a); one instruction instead of
-// two per product keeps the front end ahead of the vector ports (~3% on a 1 GiB stream at
-// T = 1 and 4, up to 12% in cache).
-inline void dpbusd_bcast(__m512i& c, __m512i w, const int32_t* a) {
-  asm("vpdpbusd %[a]%{1to16%}, %[w], %[c]" : [c] "+v"(c) : [w] "v"(w), [a] "m"(*a));
-}
-
 template <int NC, bool Q4>
 void vnni_group(const uint8_t* src, int64_t nb, const uint8_t* a, const float* da, const int32_t* sums, float* y,
                 int64_t ldy, __mmask16 rmask) {

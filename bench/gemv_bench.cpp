@@ -1,10 +1,11 @@
 // Decode-path ceilings and kernels (Google Benchmark):
 //  * ReadBandwidth: this machine's memory read rate with the same thread count, the
 //    floor every decode step is measured against;
-//  * Gemv/<type>: one activation column against a weight matrix larger than the L3
-//    (so weights stream from memory, as in decode), reported as GB/s of weights;
-//  * ColumnShared/<type>/<T>: T = 1, 2, 4, 8 columns against the same matrix (the
-//    speculative-verification product); time(4)/time(1) is the ratio;
+//  * Gemv_<type>[_packed[_tiles]]/<T>: T = 1 (decode) and 2, 4, 8 columns (the
+//    column-shared speculative-verification product) against a weight matrix larger than
+//    the L3 (so weights stream from memory, as in decode), reported as GB/s of weights;
+//    time(4)/time(1) is the ratio. _packed: the load-time 16-row copy as the model
+//    multiplies it; _tiles: the same on the AMX tiles for every T; _ffn: a 2 MiB matrix in cache;
 //  * Attention_rows/<rows>: one KV head's attention for a decode step (4 rows) and for a 1+3
 //    verification (16 rows).
 // Run: tandem_bench_gemv --benchmark_counters_tabular=true  (bench/run does this).

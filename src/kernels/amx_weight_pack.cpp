@@ -16,11 +16,65 @@ constexpr int kRows = 16;  // output rows per B tile
 
 size_t tile_bytes(GgmlType t) { return t == GgmlType::Q4_0 ? 256 : 512; }
 
+
+// The 256 codes (0..63, value + 32) of a Q6_K super-block, in element order. ggml's
+// dequantize_row_q6_K: element 128h + 32m + l (l < 32) is the low nibble (m < 2) or high
+// nibble (m >= 2) of ql[64h + l + 32(m & 1)], with bits 2m, 2m + 1 of qh[32h + l] above it.
+void q6_K_codes(const BlockQ6_K& b, uint8_t* q) {
+  for (int h = 0; h < 2; ++h)
+    for (int l = 0; l < 32; ++l) {
+      const uint8_t lo = b.ql[64 * h + l], hi = b.ql[64 * h + l + 32], qh = b.qh[32 * h + l];
+      uint8_t* e = q + 128 * h + l;
+      e[0] = static_cast<uint8_t>((lo & 0x0F) | (qh & 3) << 4);
+      e[32] = static_cast<uint8_t>((hi & 0x0F) | ((qh >> 2) & 3) << 4);
+      e[64] = static_cast<uint8_t>((lo >> 4) | ((qh >> 4) & 3) << 4);
+      e[96] = static_cast<uint8_t>((hi >> 4) | ((qh >> 6) & 3) << 4);
+    }
+}
+
+void pack_q6_K(const uint8_t* w, size_t stride, int64_t rows, int64_t n, uint8_t* out) {
+  const int64_t nb = n / kQK_K, groups = (rows + kRows - 1) / kRows;
+  const size_t gbytes = packed_group_bytes(GgmlType::Q6_K, n);
+  for (int64_t g = 0; g < groups; ++g) {
+    uint8_t* grp = out + static_cast<size_t>(g) * gbytes;
+    auto* dsec = reinterpret_cast<uint16_t*>(grp + static_cast<size_t>(nb) * kQ6KSuperBlockBytes);
+    for (int o = 0; o < kRows && g * kRows + o < rows; ++o) {
+      const auto* blocks = reinterpret_cast<const BlockQ6_K*>(w + static_cast<size_t>(g * kRows + o) * stride);
+      for (int64_t s = 0; s < nb; ++s) {
+        const BlockQ6_K& b = blocks[s];
+        uint8_t* sb = grp + static_cast<size_t>(s) * kQ6KSuperBlockBytes;
+        dsec[s * kRows + o] = b.d;
+        uint8_t codes[kQK_K];
+        q6_K_codes(b, codes);
+        for (int j = 0; j < 16; ++j) {
+          sb[3072 + 16 * j + o] = static_cast<uint8_t>(b.scales[j]);
+          uint8_t* A = sb + 192 * j;
+          uint8_t *B = A + 64, *C = A + 128;
+          for (int e = 0; e < 4; ++e) {
+            const uint8_t* q = codes + 16 * j + e;  // q[4m]: quad m's element e
+            A[4 * o + e] = static_cast<uint8_t>((q[0] & 15) | (q[4] & 15) << 4);
+            B[4 * o + e] = static_cast<uint8_t>((q[8] & 15) | (q[12] & 15) << 4);
+            C[4 * o + e] = static_cast<uint8_t>((q[0] >> 4) | (q[4] >> 4) << 2 | (q[8] >> 4) << 4 | (q[12] >> 4) << 6);
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
-bool packable(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }
+bool packable(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::Q6_K; }
+
+bool packable(const WeightMatrix& W) {
+  if (!packable(W.type) || W.rows <= 0) return false;
+  if (W.type == GgmlType::Q6_K) return W.cols % kQK_K == 0;
+  return W.cols % kQK == 0;
+}
 
 size_t packed_group_bytes(GgmlType t, int64_t n) {
+  if (t == GgmlType::Q6_K)
+    return (static_cast<size_t>(n / kQK_K) * (kQ6KSuperBlockBytes + kRows * sizeof(uint16_t)) + 63) / 64 * 64;
   const size_t nb = static_cast<size_t>(n / kQK);
   return (nb * (tile_bytes(t) + kRows * sizeof(uint16_t)) + 63) / 64 * 64;
 }
@@ -31,10 +85,14 @@ size_t packed_bytes(GgmlType t, int64_t rows, int64_t n) {
 
 void pack_weights(GgmlType t, const uint8_t* w, size_t stride, int64_t rows, int64_t n, uint8_t* out) {
   if (!packable(t)) throw std::invalid_argument(std::string("amx::pack_weights: type ") + ggml_type_name(t) + " has no packed form");
-  if (n % kQK != 0) throw std::invalid_argument("amx::pack_weights: row length " + std::to_string(n) + " is not a multiple of 32");
+  const int64_t block = t == GgmlType::Q6_K ? kQK_K : kQK;
+  if (n % block != 0)
+    throw std::invalid_argument("amx::pack_weights: row length " + std::to_string(n) + " of a " + ggml_type_name(t) +
+                                " matrix is not a multiple of " + std::to_string(block));
+  std::memset(out, 0, packed_bytes(t, rows, n));
+  if (t == GgmlType::Q6_K) return pack_q6_K(w, stride, rows, n, out);
   const int64_t nb = n / kQK, groups = (rows + kRows - 1) / kRows;
   const size_t gbytes = packed_group_bytes(t, n), tb = tile_bytes(t);
-  std::memset(out, 0, packed_bytes(t, rows, n));
   for (int64_t g = 0; g < groups; ++g) {
     uint8_t* grp = out + static_cast<size_t>(g) * gbytes;
     auto* scales = reinterpret_cast<uint16_t*>(grp + static_cast<size_t>(nb) * tb);
@@ -70,7 +128,7 @@ void pack_weights(GgmlType t, const uint8_t* w, size_t stride, int64_t rows, int
 void PackedWeights::Free::operator()(uint8_t* p) const { std::free(p); }
 
 bool PackedWeights::pack(WeightMatrix& W) {
-  if (W.amx_packed || !packable(W.type) || W.cols % kQK != 0 || W.rows <= 0) return false;
+  if (W.amx_packed || !packable(W)) return false;
   const size_t n = packed_bytes(W.type, W.rows, W.cols);
   auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, (n + 63) / 64 * 64));
   if (!p) throw std::bad_alloc();

@@ -1,4 +1,5 @@
-// Q4_0 / Q8_0 weights rearranged once, at load, into the AMX "B tile" order.
+// Q4_0 / Q8_0 weights rearranged once, at load, into the AMX "B tile" order (and Q6_K into
+// the same 16-row interleave for the vector units, below).
 //
 // Why: an AMX tile product wants the weights of 16 output rows interleaved four bytes at a
 // time (B[k/4][o*4 + k%4]). Rearranging the mmap'd ggml blocks on every call costs a gather
@@ -18,6 +19,21 @@
 //    the factor 16 is exact and is taken out of the weight scale.
 // then the group's nb × 16 scales d_w as fp16 (as in the file). A group takes
 // packed_group_bytes(type, n) bytes.
+//
+// Q6_K (not a tile type: its 16-element sub-blocks each carry an int8 scale) gets the same
+// 16-row interleave for the vector units (matmul_q6k_vnni.h): lane o of a 64-byte line is
+// row o, 4 consecutive codes, one VPDPBUSD operand, so a multi-token product needs no
+// horizontal sums and shares each unpacked line between its tokens. Per group, per
+// super-block s (nb = n / 256), at s × 3328 bytes:
+//  * per sub-block j (16 elements = 4 code quads), three lines at 192·j: A, B, C, with
+//    byte 4·o + e of each being, for row o and e = 0..3 (element 16j + 4m + e of quad m):
+//    A = low 4 bits of quad 0 | low 4 bits of quad 1 << 4, B = the same for quads 2 and 3,
+//    C = high 2 bits of quads 0, 1, 2, 3 at bits 0, 2, 4, 6. The code (0..63, the value
+//    plus 32, as in the file) is (A or B nibble) | (C bits) << 4.
+//  * at 3072: the sub-block scales, byte 16·j + o = scale j of row o (int8);
+// then the group's nb × 16 super-block scales d as fp16, row o of super-block s at
+// s × 16 + o. Exactly the bytes of the ggml blocks (3360 per 16 rows × 256 elements), rows
+// past the matrix zero.
 #pragma once
 
 #include <cstddef>
@@ -33,8 +49,11 @@ struct WeightMatrix;
 
 namespace tandem::kernels::amx {
 
-// Whether weights of this type can be packed (Q4_0, Q8_0).
+// Whether weights of this type can be packed (Q4_0, Q8_0, Q6_K).
 bool packable(GgmlType t);
+constexpr size_t kQ6KSuperBlockBytes = 3328;  // one 16-row super-block's code and scale lines
+// Whether W has a packed form: a packable type and rows of a whole number of blocks.
+bool packable(const WeightMatrix& W);
 // Bytes of one 16-row group (a multiple of 64) and of the whole packed matrix.
 size_t packed_group_bytes(GgmlType t, int64_t n);
 size_t packed_bytes(GgmlType t, int64_t rows, int64_t n);
@@ -43,8 +62,9 @@ size_t packed_bytes(GgmlType t, int64_t rows, int64_t n);
 void pack_weights(GgmlType t, const uint8_t* w, size_t stride, int64_t rows, int64_t n, uint8_t* out);
 
 // Owner of the packed copies of a model's matrices. pack() fills W.amx_packed (matmul then
-// takes the AMX path for every T on the Amx tier); the ggml rows stay where they are for the
-// other tiers and for row lookups (tied embeddings).
+// takes the AMX path for every T on the Amx tier, or the packed Q6_K kernel from the
+// Avx512Vnni tier up); the ggml rows stay where they are for the other tiers and for row
+// lookups (tied embeddings).
 class PackedWeights {
  public:
   // Packs W when its type has a packed form and it is not packed yet; returns whether it did.

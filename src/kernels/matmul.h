@@ -37,8 +37,9 @@ struct WeightMatrix {
   int64_t rows = 0;  // ne[1], the output dimension
   const uint8_t* data = nullptr;
   size_t row_stride = 0;  // bytes per row
-  // The same rows in AMX tile order (amx_weight_pack.h), or null. Set at model load on AVX-512
-  // VNNI and AMX machines; matmul then multiplies the 16-row groups (tiles or vector units).
+  // The same rows in AMX tile order (amx_weight_pack.h; Q6_K: its 16-row interleave), or null.
+  // Set at model load on AVX-512 VNNI and AMX machines; matmul then multiplies the 16-row
+  // groups (tiles or vector units).
   const uint8_t* amx_packed = nullptr;
 
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_stride; }

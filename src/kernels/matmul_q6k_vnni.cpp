@@ -1,0 +1,111 @@
+#include "kernels/matmul_q6k_vnni.h"
+
+#include <immintrin.h>
+
+#include "kernels/amx_weight_pack.h"
+
+// GCC 12 reports the undefined first operand of AVX-512 intrinsics' masked forms as maybe
+// uninitialised (as in the other AVX-512 kernel files).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace tandem::kernels::vnni {
+namespace {
+
+constexpr int64_t kSb = static_cast<int64_t>(amx::kQ6KSuperBlockBytes);
+constexpr int64_t kSubBlocks = kQK_K / 16;
+// Bytes ahead of the line being read that the stream prefetch asks for: two 16-row
+// super-blocks (~6.6 KB), past the group's end into the next group, which follows it.
+constexpr int64_t kPrefetchBytes = 2 * kSb;
+
+// c += w · (the 4 bytes at a, broadcast to every lane): VPDPBUSD with an embedded-broadcast
+// memory operand (GCC 12 would emit a separate VPBROADCASTD for _mm512_set1_epi32(*a)).
+inline void dpbusd_bcast(__m512i& c, __m512i w, const int32_t* a) {
+  asm("vpdpbusd %[a]%{1to16%}, %[w], %[c]" : [c] "+v"(c) : [w] "v"(w), [a] "m"(*a));
+}
+
+// (x & 0x0F) | (y & 0x30) per byte: the low nibble of a code from x, its two high bits
+// already shifted to bits 4-5 in y.
+inline __m512i code(__m512i x, __m512i y, __m512i m4, __m512i m30) {
+  return _mm512_ternarylogic_epi32(_mm512_and_si512(x, m4), y, m30, 0xF8);  // a | (b & c)
+}
+
+// NC tokens × one 16-row group. off[t * nb * 16 + 16 s + j] = −32 · bsum_j of token t's
+// super-block s: the integer sum of a sub-block starts there, so the unsigned codes (value +
+// 32) give the signed dot product.
+template <int NC>
+void q6_K_group(const uint8_t* grp, int64_t nb, const BlockQ8_K* const* a, const int32_t* off, float* y, int64_t ldy,
+                __mmask16 rmask) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+  const auto* dsec = reinterpret_cast<const uint16_t*>(grp + nb * kSb);
+  __m512 acc[NC];
+#pragma GCC unroll 4
+  for (int t = 0; t < NC; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < nb; ++s) {
+    const uint8_t* sb = grp + s * kSb;
+    __m512i isum[NC];
+#pragma GCC unroll 4
+    for (int t = 0; t < NC; ++t) isum[t] = _mm512_setzero_si512();
+#pragma GCC unroll 2
+    for (int j = 0; j < kSubBlocks; ++j) {
+      const uint8_t* line = sb + 192 * j;
+#pragma GCC unroll 3
+      for (int l = 0; l < 3; ++l) _mm_prefetch(reinterpret_cast<const char*>(line + kPrefetchBytes + 64 * l), _MM_HINT_T0);
+      if (j < 4) _mm_prefetch(reinterpret_cast<const char*>(sb + kPrefetchBytes + 3072 + 64 * j), _MM_HINT_T0);
+      const __m512i A = _mm512_load_si512(line), B = _mm512_load_si512(line + 64), C = _mm512_load_si512(line + 128);
+      const __m512i c0 = code(A, _mm512_slli_epi16(C, 4), m4, m30);
+      const __m512i c1 = code(_mm512_srli_epi16(A, 4), _mm512_slli_epi16(C, 2), m4, m30);
+      const __m512i c2 = code(B, C, m4, m30);
+      const __m512i c3 = code(_mm512_srli_epi16(B, 4), _mm512_srli_epi16(C, 2), m4, m30);
+      const __m512i scale = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sb + 3072 + 16 * j)));
+#pragma GCC unroll 4
+      for (int t = 0; t < NC; ++t) {
+        const auto* q = reinterpret_cast<const int32_t*>(a[t][s].qs) + 4 * j;
+        __m512i dot = _mm512_set1_epi32(off[(t * nb + s) * kSubBlocks + j]);
+        dpbusd_bcast(dot, c0, q);
+        dpbusd_bcast(dot, c1, q + 1);
+        dpbusd_bcast(dot, c2, q + 2);
+        dpbusd_bcast(dot, c3, q + 3);
+        isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot, scale));
+      }
+    }
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dsec + 16 * s)));
+#pragma GCC unroll 4
+    for (int t = 0; t < NC; ++t)
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(dw, _mm512_set1_ps(a[t][s].d)), acc[t]);
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < NC; ++t) _mm512_mask_storeu_ps(y + t * ldy, rmask, acc[t]);
+}
+
+}  // namespace
+
+void q6_K_offsets(const BlockQ8_K* a, int64_t n, int32_t* out) {
+  for (int64_t s = 0; s < n / kQK_K; ++s)
+    for (int j = 0; j < kSubBlocks; ++j) out[s * kSubBlocks + j] = -32 * a[s].bsums[j];
+}
+
+void gemm_packed_q6_K(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* acts,
+                      const int32_t* offsets, int64_t T, float* y, int64_t ldy) {
+  const int64_t nb = n / kQK_K;
+  const size_t gbytes = amx::packed_group_bytes(GgmlType::Q6_K, n);
+  // Row groups outer, tokens inner: a group (n / 256 × 3360 bytes) stays in L1 while every
+  // chunk of tokens reuses it.
+  for (int64_t o0 = r0; o0 < r1; o0 += 16) {
+    const int64_t left = r1 - o0;
+    const __mmask16 rmask = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
+    const uint8_t* grp = packed + static_cast<size_t>(o0 / 16) * gbytes;
+    for (int64_t c0 = 0; c0 < T; c0 += kQ6KMaxCols) {
+      const BlockQ8_K* const* a = acts + c0;
+      const int32_t* off = offsets + c0 * nb * kSubBlocks;
+      float* yc = y + c0 * ldy + o0;
+      switch (T - c0 < kQ6KMaxCols ? T - c0 : kQ6KMaxCols) {
+        case 1: q6_K_group<1>(grp, nb, a, off, yc, ldy, rmask); break;
+        case 2: q6_K_group<2>(grp, nb, a, off, yc, ldy, rmask); break;
+        case 3: q6_K_group<3>(grp, nb, a, off, yc, ldy, rmask); break;
+        default: q6_K_group<4>(grp, nb, a, off, yc, ldy, rmask); break;
+      }
+    }
+  }
+}
+
+}  // namespace tandem::kernels::vnni

@@ -23,9 +23,15 @@ inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
 constexpr size_t kPrefetchAhead = TANDEM_PREFETCH_AHEAD;
 
 // The lines of [p + kPrefetchAhead, + bytes), bytes a few cache lines at most.
+// The same lines are also asked for twice as far ahead into L2 only, so that each is on its
+// way before its L1 request (as the packed streams do, matmul_amx.cpp): 1 GiB Q4_K, 2
+// threads, side by side, T = 1 49.9 -> 46.9 ms; T = 4 unchanged (arithmetic-bound).
 inline void prefetch_ahead(const void* p, size_t bytes) {
   const char* c = static_cast<const char*>(p) + kPrefetchAhead;
-  for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(c + off, _MM_HINT_T0);
+  for (size_t off = 0; off < bytes; off += 64) {
+    _mm_prefetch(c + off, _MM_HINT_T0);
+    _mm_prefetch(c + kPrefetchAhead + off, _MM_HINT_T1);
+  }
 }
 
 template <int NC>

@@ -387,10 +387,10 @@ void chunk_head(const DeltaRuleInput& in, int h, int64_t t0, int n, Work& w) {
 
 // ---------------------------------------------------------------------------
 // Per-token recurrence. Row j of a head's state (over the key index) only ever meets k, q,
-// v[j], the decay and beta: rows are independent. So each row is loaded once, carried in
-// registers through a block of tokens (outputs and snapshot rows written on the way) and
-// stored once: the state crosses the cache hierarchy once per block instead of once per
-// token. Per element the operations are those of the token-by-token order, so the results
+// v[j], the decay and beta: rows are independent. So each row is loaded once, carried
+// through a block of tokens in a small L1 buffer (outputs and snapshot rows written on the
+// way) and stored once: the state crosses the cache hierarchy once per block instead of once
+// per token. Per element the operations are those of the token-by-token order, so the results
 // are the same bits whatever the block length or T.
 
 constexpr int kRowTokens = 64;  // tokens per block: their decays and betas sit on the stack
@@ -399,10 +399,14 @@ template <int NV>
 void recurrent_head(const DeltaRuleInput& in, int h, float* S, const float* S_in, float* snapshots,
                     int64_t snapshot_from) {
   constexpr int d = 16 * NV;
-  // Rows per step: each row's token chain (decay, k-dot and its reduction, update, q-dot) is
-  // one long dependency; R independent rows side by side keep the vector units busy.
-  constexpr int R = NV <= 4 ? 4 : 2;
-  static_assert(d % R == 0, "rows per step must divide d");
+  // Rows go in blocks of kBlockRows, token by token within a block: each row's token chain
+  // (decay, k-dot and its reduction, update, q-dot) is one long dependency, and the block's
+  // rows are independent chains the core overlaps. Between tokens the rows wait in a 4 KB
+  // buffer in L1 (carrying two rows through all tokens in registers instead left the core
+  // waiting on one chain: one head's 1+3 pass in cache 10.0 -> 6.8 µs, a decode token
+  // 3.1 -> 2.3 µs). While the first token reads a block, the next block's rows are prefetched.
+  constexpr int kBlockRows = 8;
+  static_assert(d % kBlockRows == 0, "the row block must divide d");
   const int kh = h % in.H_k;
   const float scale = 1.0f / sqrtf(static_cast<float>(d));
   const int64_t sf = static_cast<int64_t>(in.H_v) * d * d;
@@ -412,6 +416,7 @@ void recurrent_head(const DeltaRuleInput& in, int h, float* S, const float* S_in
   const bool stream = S_in != nullptr && (reinterpret_cast<uintptr_t>(S) & 63) == 0;
   float decay[kRowTokens], beta[kRowTokens];
   float* snap[kRowTokens];
+  alignas(64) float rows[kBlockRows * d];
   for (int64_t t0 = 0; t0 < in.T; t0 += kRowTokens) {
     const int n = static_cast<int>(in.T - t0 < kRowTokens ? in.T - t0 : kRowTokens);
     for (int i = 0; i < n; ++i) {
@@ -424,12 +429,7 @@ void recurrent_head(const DeltaRuleInput& in, int h, float* S, const float* S_in
     }
     const float* src = t0 == 0 && S_in ? S_in : S;
     const bool last = t0 + n == in.T;
-    for (int j = 0; j < d; j += R) {
-      __m512 x[R][NV];
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-        for (int u = 0; u < NV; ++u) x[r][u] = _mm512_loadu_ps(src + (j + r) * d + 16 * u);
+    for (int j = 0; j < d; j += kBlockRows) {
       for (int i = 0; i < n; ++i) {
         const int64_t t = t0 + i;
         const float* q = in.q + t * in.ldqk + kh * d;
@@ -437,53 +437,43 @@ void recurrent_head(const DeltaRuleInput& in, int h, float* S, const float* S_in
         const float* v = in.v + t * in.ldv + h * d + j;
         float* o = in.out + t * in.ldo + h * d + j;
         const __m512 dc = _mm512_set1_ps(decay[i]);
-        __m512 a0[R], a1[R];
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) a0[r] = a1[r] = _mm512_setzero_ps();
+        // Token i reads the rows from the state (the block's first token) or the buffer, and
+        // writes them to the buffer or, for the block's last token, the state.
+        const bool first_token = i == 0, last_token = i == n - 1;
+        const bool to_stream = last_token && stream && last;
+#pragma GCC unroll 2
+        for (int r = 0; r < kBlockRows; ++r) {
+          const float* xs = first_token ? src + (j + r) * d : rows + r * d;
+          float* xd = last_token ? S + (j + r) * d : rows + r * d;
+          if (first_token && j + kBlockRows < d) {
 #pragma GCC unroll 8
-        for (int u = 0; u < NV; ++u) {
-          const __m512 ku = _mm512_loadu_ps(k + 16 * u);
-#pragma GCC unroll 4
-          for (int r = 0; r < R; ++r) {
-            x[r][u] = _mm512_mul_ps(x[r][u], dc);
-            if (u & 1) a1[r] = _mm512_fmadd_ps(x[r][u], ku, a1[r]);
-            else a0[r] = _mm512_fmadd_ps(x[r][u], ku, a0[r]);
+            for (int u = 0; u < NV; ++u) _mm_prefetch(reinterpret_cast<const char*>(xs + kBlockRows * d + 16 * u), _MM_HINT_T0);
           }
-        }
-        __m512 delta[R], b0[R], b1[R];
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-          const float kv = _mm512_reduce_add_ps(_mm512_add_ps(a0[r], a1[r]));
-          delta[r] = _mm512_set1_ps(beta[i] * (v[r] - kv));
-          b0[r] = b1[r] = _mm512_setzero_ps();
-        }
+          __m512 x[NV], a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
 #pragma GCC unroll 8
-        for (int u = 0; u < NV; ++u) {
-          const __m512 ku = _mm512_loadu_ps(k + 16 * u), qu = _mm512_loadu_ps(q + 16 * u);
-#pragma GCC unroll 4
-          for (int r = 0; r < R; ++r) {
-            x[r][u] = _mm512_fmadd_ps(ku, delta[r], x[r][u]);
-            if (u & 1) b1[r] = _mm512_fmadd_ps(x[r][u], qu, b1[r]);
-            else b0[r] = _mm512_fmadd_ps(x[r][u], qu, b0[r]);
+          for (int u = 0; u < NV; ++u) {
+            x[u] = _mm512_mul_ps(_mm512_loadu_ps(xs + 16 * u), dc);
+            if (u & 1) a1 = _mm512_fmadd_ps(x[u], _mm512_loadu_ps(k + 16 * u), a1);
+            else a0 = _mm512_fmadd_ps(x[u], _mm512_loadu_ps(k + 16 * u), a0);
           }
-        }
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) o[r] = _mm512_reduce_add_ps(_mm512_add_ps(b0[r], b1[r])) * scale;
-        if (snap[i]) {
-#pragma GCC unroll 4
-          for (int r = 0; r < R; ++r)
+          const float kv = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+          const __m512 delta = _mm512_set1_ps(beta[i] * (v[r] - kv));
+          __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
 #pragma GCC unroll 8
-            for (int u = 0; u < NV; ++u) _mm512_storeu_ps(snap[i] + (j + r) * d + 16 * u, x[r][u]);
+          for (int u = 0; u < NV; ++u) {
+            x[u] = _mm512_fmadd_ps(_mm512_loadu_ps(k + 16 * u), delta, x[u]);
+            if (to_stream) _mm512_stream_ps(xd + 16 * u, x[u]);
+            else _mm512_storeu_ps(xd + 16 * u, x[u]);
+            if (u & 1) b1 = _mm512_fmadd_ps(x[u], _mm512_loadu_ps(q + 16 * u), b1);
+            else b0 = _mm512_fmadd_ps(x[u], _mm512_loadu_ps(q + 16 * u), b0);
+          }
+          o[r] = _mm512_reduce_add_ps(_mm512_add_ps(b0, b1)) * scale;
+          if (snap[i]) {
+#pragma GCC unroll 8
+            for (int u = 0; u < NV; ++u) _mm512_storeu_ps(snap[i] + (j + r) * d + 16 * u, x[u]);
+          }
         }
       }
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-        for (int u = 0; u < NV; ++u) {
-          float* dst = S + (j + r) * d + 16 * u;
-          if (stream && last) _mm512_stream_ps(dst, x[r][u]);
-          else _mm512_storeu_ps(dst, x[r][u]);
-        }
     }
   }
   if (stream) _mm_sfence();

@@ -62,8 +62,9 @@ TEST_P(MatmulTest, EveryTierMatchesScalarReference) {
   const Case c = GetParam();
   std::mt19937 rng(static_cast<uint32_t>(c.cols * 131 + static_cast<int>(c.type)));
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  // 37 rows: one AMX row panel with a partial 16-row group; 150: three panels, the last partial.
-  for (int64_t rows : {37, 150}) {
+  // 37 rows: one AMX row panel with a partial 16-row group; 150: three panels, the last partial;
+  // 300: two of the vector units' 256-row tasks, the second one partial.
+  for (int64_t rows : {37, 150, 300}) {
     RandomWeights rw(c.type, c.cols, rows, rng, 1.0f / std::sqrt(static_cast<float>(c.cols)));
     const WeightMatrix &W = rw.W, &Wp = rw.Wp;
     const bool can_pack = rw.can_pack;

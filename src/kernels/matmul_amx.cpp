@@ -346,14 +346,6 @@ void stream_packed(const uint8_t* packed, size_t group_bytes, int64_t nb, int64_
 
 static_assert(kVnniMaxCols == 4 && kTileCols % kVnniMaxCols == 0, "vnni_rows instantiates 1 .. 4 tokens per chunk");
 
-// c += w · (the 4 bytes at a, broadcast): VPDPBUSD with an embedded-broadcast memory operand.
-// GCC 12 emits a separate VPBROADCASTD for _mm512_set1_epi32(*a); one instruction instead of
-// two per product keeps the front end ahead of the vector ports (~3% on a 1 GiB stream at
-// T = 1 and 4, up to 12% in cache).
-inline void dpbusd_bcast(__m512i& c, __m512i w, const int32_t* a) {
-  asm("vpdpbusd %[a]%{1to16%}, %[w], %[c]" : [c] "+v"(c) : [w] "v"(w), [a] "m"(*a));
-}
-
 // NC <= kVnniMaxCols tokens × one packed 16-row group on the vector units. The same
 // groups the tiles read, as VPDPBUSD operands: a B-tile line is 16 rows × 4 codes, so one instruction
 // multiplies it by 4 codes of a token broadcast from its A-tile row, and lane o of every
@@ -409,8 +401,8 @@ void vnni_group(const uint8_t* src, int64_t nb, const uint8_t* a, const float* d
 #pragma GCC unroll 8
       for (int t = 0; t < NC; ++t) {
         const int32_t* q = reinterpret_cast<const int32_t*>(ab + t * kQK);
-        dpbusd_bcast(lo[t], w[i], q + i);
-        dpbusd_bcast(hi[t], w[4 + i], q + 4 + i);
+        avx512::dpbusd_bcast(lo[t], w[i], q + i);
+        avx512::dpbusd_bcast(hi[t], w[4 + i], q + 4 + i);
       }
     }
 #pragma GCC unroll 8

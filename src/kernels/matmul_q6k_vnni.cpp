@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include "kernels/amx_weight_pack.h"
+#include "kernels/simd_avx512.h"
 
 // GCC 12 reports the undefined first operand of AVX-512 intrinsics' masked forms as maybe
 // uninitialised (as in the other AVX-512 kernel files).
@@ -10,6 +11,8 @@
 
 namespace tandem::kernels::vnni {
 namespace {
+
+using avx512::dpbusd_bcast;
 
 constexpr int64_t kSb = static_cast<int64_t>(amx::kQ6KSuperBlockBytes);
 constexpr int64_t kSubBlocks = kQK_K / 16;
@@ -20,12 +23,6 @@ constexpr int64_t kSubBlocks = kQK_K / 16;
 // 151669 x 1024 head, 2 threads, side by side: T = 4 3.78 -> 3.49 and 3.32 -> 3.08 ms).
 constexpr int64_t kPrefetchBytes = 2 * kSb;
 constexpr int64_t kL2PrefetchBytes = 3 * kSb;
-
-// c += w · (the 4 bytes at a, broadcast to every lane): VPDPBUSD with an embedded-broadcast
-// memory operand (GCC 12 would emit a separate VPBROADCASTD for _mm512_set1_epi32(*a)).
-inline void dpbusd_bcast(__m512i& c, __m512i w, const int32_t* a) {
-  asm("vpdpbusd %[a]%{1to16%}, %[w], %[c]" : [c] "+v"(c) : [w] "v"(w), [a] "m"(*a));
-}
 
 // (x & 0x0F) | (y & 0x30) per byte: the low nibble of a code from x, its two high bits
 // already shifted to bits 4-5 in y.

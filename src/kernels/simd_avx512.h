@@ -1,9 +1,12 @@
 // Vector math shared by the AVX-512 translation units. Include ONLY from files compiled
-// with AVX-512 flags (the *_avx512.cpp files): everything here is static inline so that
-// no AVX-512 instruction can end up in a symbol another unit links to.
+// with AVX-512 flags (the *_avx512.cpp files, matmul_amx.cpp, matmul_q6k_vnni.cpp):
+// everything here is static inline so that no AVX-512 instruction can end up in a symbol
+// another unit links to.
 #pragma once
 
 #include <immintrin.h>
+
+#include <cstdint>
 
 namespace tandem::kernels::avx512 {
 
@@ -25,6 +28,14 @@ static inline __m512 exp_ps(__m512 x) {
   __m512 y = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);
   y = _mm512_add_ps(y, _mm512_set1_ps(1.0f));
   return _mm512_scalef_ps(y, fx);
+}
+
+// c += w · (the 4 bytes at a, broadcast to every lane): VPDPBUSD with an embedded-broadcast
+// memory operand. GCC 12 emits a separate VPBROADCASTD for _mm512_set1_epi32(*a); one
+// instruction instead of two per product keeps the front end ahead of the vector ports (~3% on
+// a 1 GiB stream at T = 1 and 4, up to 12% in cache). Needs AVX-512 VNNI.
+static inline void dpbusd_bcast(__m512i& c, __m512i w, const int32_t* a) {
+  asm("vpdpbusd %[a]%{1to16%}, %[w], %[c]" : [c] "+v"(c) : [w] "v"(w), [a] "m"(*a));
 }
 
 // x / (1 + e^-x)

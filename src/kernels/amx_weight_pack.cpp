@@ -16,7 +16,6 @@ constexpr int kRows = 16;  // output rows per B tile
 
 size_t tile_bytes(GgmlType t) { return t == GgmlType::Q4_0 ? 256 : 512; }
 
-
 // The 256 codes (0..63, value + 32) of a Q6_K super-block, in element order. ggml's
 // dequantize_row_q6_K: element 128h + 32m + l (l < 32) is the low nibble (m < 2) or high
 // nibble (m >= 2) of ql[64h + l + 32(m & 1)], with bits 2m, 2m + 1 of qh[32h + l] above it.

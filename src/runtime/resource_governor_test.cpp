@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <barrier>
 #include <chrono>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -61,16 +63,25 @@ TEST(ResourceGovernor, DisabledNeverReleases) {
 }
 
 // Several submitters race the release thread (1 ms idle limit): every batch must run
-// with resources acquired, and the run must finish (no deadlock, no lost wake-up).
+// with resources acquired, and the run must finish (no deadlock, no lost wake-up). Halfway
+// through, all submitters meet and stay idle for 100 ms together, so at least one release
+// happens whatever the timing (under TSan on a busy machine the random 3 ms pauses alone
+// could all overlap with another submitter's batch, and the test then exercised no release).
 TEST(ResourceGovernor, ConcurrentSubmittersAndReleasesStress) {
   ThreadPool pool(2);
   CpuResourceGovernor gov(pool, {.idle_release_ms = 1});
   std::atomic<int> done{0}, ran_released{0};
   std::mutex pool_mu;  // the pool has one caller at a time, as in the model
+  constexpr int kSubmitters = 4;
+  std::barrier halfway(kSubmitters);
   std::vector<std::thread> submitters;
-  for (int s = 0; s < 4; ++s)
+  for (int s = 0; s < kSubmitters; ++s)
     submitters.emplace_back([&, s] {
       for (int i = 0; i < 150; ++i) {
+        if (i == 75) {
+          halfway.arrive_and_wait();
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
         auto lease = gov.acquire();
         if (gov.stats().released) ran_released.fetch_add(1);
         {

@@ -46,8 +46,8 @@ void pack_q6_K(const uint8_t* w, size_t stride, int64_t rows, int64_t n, uint8_t
         uint8_t codes[kQK_K];
         q6_K_codes(b, codes);
         for (int j = 0; j < 16; ++j) {
-          sb[3072 + 16 * j + o] = static_cast<uint8_t>(b.scales[j]);
-          uint8_t* A = sb + 192 * j;
+          sb[kQ6KScalesOffset + 16 * j + o] = static_cast<uint8_t>(b.scales[j]);
+          uint8_t* A = sb + kQ6KSubBlockBytes * j;
           uint8_t *B = A + 64, *C = A + 128;
           for (int e = 0; e < 4; ++e) {
             const uint8_t* q = codes + 16 * j + e;  // q[4m]: quad m's element e

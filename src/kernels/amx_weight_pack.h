@@ -51,7 +51,11 @@ namespace tandem::kernels::amx {
 
 // Whether weights of this type can be packed (Q4_0, Q8_0, Q6_K).
 bool packable(GgmlType t);
-constexpr size_t kQ6KSuperBlockBytes = 3328;  // one 16-row super-block's code and scale lines
+// The Q6_K layout's offsets, shared by the packer and the kernel: a sub-block's three code
+// lines, where a super-block's scales start, and the super-block's code and scale bytes.
+constexpr size_t kQ6KSubBlockBytes = 192;
+constexpr size_t kQ6KScalesOffset = 16 * kQ6KSubBlockBytes;  // 3072
+constexpr size_t kQ6KSuperBlockBytes = kQ6KScalesOffset + 16 * 16;  // 3328
 // Whether W has a packed form: a packable type and rows of a whole number of blocks.
 bool packable(const WeightMatrix& W);
 // Bytes of one 16-row group (a multiple of 64) and of the whole packed matrix.

@@ -15,6 +15,8 @@ namespace {
 using avx512::dpbusd_bcast;
 
 constexpr int64_t kSb = static_cast<int64_t>(amx::kQ6KSuperBlockBytes);
+constexpr int64_t kSubBlockBytes = static_cast<int64_t>(amx::kQ6KSubBlockBytes);
+constexpr int64_t kScales = static_cast<int64_t>(amx::kQ6KScalesOffset);
 constexpr int64_t kSubBlocks = kQK_K / 16;
 // Bytes ahead of the line being read that the stream prefetch asks for: two 16-row
 // super-blocks (~6.6 KB) into L1, past the group's end into the next group, which follows
@@ -48,19 +50,19 @@ void q6_K_group(const uint8_t* grp, int64_t nb, const BlockQ8_K* const* a, const
     for (int t = 0; t < NC; ++t) isum[t] = _mm512_setzero_si512();
 #pragma GCC unroll 2
     for (int j = 0; j < kSubBlocks; ++j) {
-      const uint8_t* line = sb + 192 * j;
+      const uint8_t* line = sb + kSubBlockBytes * j;
 #pragma GCC unroll 3
       for (int l = 0; l < 3; ++l) _mm_prefetch(reinterpret_cast<const char*>(line + kPrefetchBytes + 64 * l), _MM_HINT_T0);
-      if (j < 4) _mm_prefetch(reinterpret_cast<const char*>(sb + kPrefetchBytes + 3072 + 64 * j), _MM_HINT_T0);
+      if (j < 4) _mm_prefetch(reinterpret_cast<const char*>(sb + kPrefetchBytes + kScales + 64 * j), _MM_HINT_T0);
 #pragma GCC unroll 3
       for (int l = 0; l < 3; ++l) _mm_prefetch(reinterpret_cast<const char*>(line + kL2PrefetchBytes + 64 * l), _MM_HINT_T1);
-      if (j < 4) _mm_prefetch(reinterpret_cast<const char*>(sb + kL2PrefetchBytes + 3072 + 64 * j), _MM_HINT_T1);
+      if (j < 4) _mm_prefetch(reinterpret_cast<const char*>(sb + kL2PrefetchBytes + kScales + 64 * j), _MM_HINT_T1);
       const __m512i A = _mm512_load_si512(line), B = _mm512_load_si512(line + 64), C = _mm512_load_si512(line + 128);
       const __m512i c0 = code(A, _mm512_slli_epi16(C, 4), m4, m30);
       const __m512i c1 = code(_mm512_srli_epi16(A, 4), _mm512_slli_epi16(C, 2), m4, m30);
       const __m512i c2 = code(B, C, m4, m30);
       const __m512i c3 = code(_mm512_srli_epi16(B, 4), _mm512_srli_epi16(C, 2), m4, m30);
-      const __m512i scale = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sb + 3072 + 16 * j)));
+      const __m512i scale = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sb + kScales + 16 * j)));
 #pragma GCC unroll 4
       for (int t = 0; t < NC; ++t) {
         const auto* q = reinterpret_cast<const int32_t*>(a[t][s].qs) + 4 * j;

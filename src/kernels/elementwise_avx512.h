@@ -1,5 +1,5 @@
-// AVX-512 versions of the elementwise and short-convolution kernels (dispatch in
-// elementwise.cpp / conv1d.cpp). Only callable on the AVX-512 tiers.
+// AVX-512 versions of the elementwise and short-convolution kernels and of the norms' sum of
+// squares (dispatch in elementwise.cpp / conv1d.cpp / norms.cpp). Only callable on the AVX-512 tiers.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,10 @@ namespace tandem::kernels::avx512 {
 void silu_mul(const float* g, const float* u, float* y, int64_t n);
 // x[i] *= silu(z[i])
 void mul_silu(float* x, const float* z, int64_t n);
+// Σ x[i]² with each square rounded to float and eight double partial sums (lane j takes
+// i ≡ j mod 8) combined as ((0+1)+(2+3))+((4+5)+(6+7)), the tail added after: the same bits as
+// norms.cpp's scalar loop, eight lanes per instruction instead of one chain per lane.
+double sum_squares(const float* x, int64_t n);
 // Causal depthwise conv + SiLU over channels [0, channels) (see conv1d.h for layouts).
 void conv1d_silu(const float* x, int64_t ldx, int64_t T, int64_t channels, int K, const float* w, const float* state,
                  float* y, int64_t ldy);

@@ -2,6 +2,9 @@
 
 #include <cmath>
 
+#include "kernels/elementwise_avx512.h"
+#include "runtime/cpu_features.h"
+
 namespace tandem::kernels {
 
 namespace {
@@ -11,8 +14,10 @@ namespace {
 // ggml adds them in one chain: n dependent double additions, ~4 cycles each, on the calling
 // thread for every row. Eight interleaved partial sums, combined in a fixed order, cut the
 // chain eightfold; the double result differs from the chain's in its last bits only, which
-// reach the float mean about once in 10^8 rows.
+// reach the float mean about once in 10^8 rows. The AVX-512 tiers run the same sums, the
+// eight partial sums as the lanes of one register (elementwise_avx512.cpp): same bits.
 double sum_squares(const float* x, int64_t n) {
+  if (active_cpu_tier() >= CpuTier::Avx512Vnni) return avx512::sum_squares(x, n);
   double s[8] = {};
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)

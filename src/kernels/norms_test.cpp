@@ -6,6 +6,9 @@
 #include <random>
 #include <vector>
 
+#include "kernels/elementwise_avx512.h"
+#include "runtime/cpu_features.h"
+
 namespace tandem::kernels {
 namespace {
 
@@ -35,6 +38,52 @@ TEST(Norms, MatchTheFormulaForEveryLength) {
       rms_norm(x.data(), nullptr, y.data(), n, eps);  // no weights
       for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(y[i], x[i] * scale, 1e-6 * std::fabs(x[i] * scale) + 1e-30);
     }
+}
+
+// The AVX-512 sum of squares in double, against the scalar loop's order written out here:
+// the norms' float outputs hide most last-bit differences of the double sum, this does not.
+TEST(Norms, Avx512SumOfSquaresIsTheScalarLoopsDouble) {
+  if (cpu_features().best_tier() < CpuTier::Avx512Vnni) GTEST_SKIP() << "no AVX-512 on this machine";
+  std::mt19937 rng(13);
+  std::normal_distribution<float> nd;
+  for (int64_t n : {1, 7, 8, 9, 15, 17, 128, 1000, 1024, 2561}) {
+    // Magnitudes 2^-20 .. 2^20: a double sum of float squares is exact while its terms span
+    // fewer than ~29 binary orders, so only a wide spread makes the order of additions show.
+    std::vector<float> x(static_cast<size_t>(n));
+    for (auto& v : x) v = std::ldexp(nd(rng), static_cast<int>(rng() % 41) - 20);
+    double s[8] = {};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+      for (int j = 0; j < 8; ++j) s[j] += static_cast<double>(x[i + j] * x[i + j]);
+    double want = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    for (; i < n; ++i) want += static_cast<double>(x[i] * x[i]);
+    EXPECT_EQ(avx512::sum_squares(x.data(), n), want) << "n " << n;
+  }
+}
+
+// Every tier computes the same sum of squares (the AVX-512 one keeps the scalar loop's eight
+// partial sums as register lanes): the norms agree bit for bit, so a model's logits do not
+// depend on the tier through them.
+TEST(Norms, EveryTierGivesTheScalarBits) {
+  const CpuTier best = active_cpu_tier();
+  std::mt19937 rng(12);
+  std::normal_distribution<float> nd;
+  for (int64_t n : {1, 7, 8, 9, 15, 17, 128, 1000, 1024, 2561}) {
+    std::vector<float> x(static_cast<size_t>(n)), w(x.size()), ref(x.size()), ref_l2(x.size()), y(x.size());
+    for (auto& v : x) v = nd(rng) * 3.0f;
+    for (auto& v : w) v = 1.0f + 0.1f * nd(rng);
+    set_cpu_tier(CpuTier::Scalar);
+    rms_norm(x.data(), w.data(), ref.data(), n, 1e-6f);
+    l2_norm(x.data(), ref_l2.data(), n, 1e-6f);
+    for (CpuTier tier : {CpuTier::Avx2, CpuTier::Avx512Vnni, CpuTier::Amx}) {
+      if (set_cpu_tier(tier) != tier) continue;  // not on this machine
+      rms_norm(x.data(), w.data(), y.data(), n, 1e-6f);
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[i], ref[i]) << cpu_tier_name(tier) << " n " << n << " i " << i;
+      l2_norm(x.data(), y.data(), n, 1e-6f);
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[i], ref_l2[i]) << cpu_tier_name(tier) << " n " << n << " i " << i;
+    }
+  }
+  set_cpu_tier(best);
 }
 
 }  // namespace

@@ -60,4 +60,22 @@ static inline __m512 reduce16_transposed(const __m512* x, Op op) {
   return op(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xDD));
 }
 
+// The 8 horizontal sums of x[0..7] in one 256-bit register: lane r holds that of x[r]. Every
+// sum is taken in the same tree whatever its slot (quarters (0+2, 1+3) of the vector, then
+// those two, then pairs of lanes), in 24 shuffles and adds where 8 separate reductions take ~64.
+static inline __m256 reduce8_add_transposed(const __m512* x) {
+  __m512 y[4], z[2];
+  for (int m = 0; m < 4; ++m)  // quarters 0,1: halves of x[2m]; 2,3: of x[2m + 1]
+    y[m] = _mm512_add_ps(_mm512_shuffle_f32x4(x[2 * m], x[2 * m + 1], 0x44),
+                         _mm512_shuffle_f32x4(x[2 * m], x[2 * m + 1], 0xEE));
+  for (int m = 0; m < 2; ++m)  // quarter q: four partial sums of x[4m + q]
+    z[m] = _mm512_add_ps(_mm512_shuffle_f32x4(y[2 * m], y[2 * m + 1], 0x88),
+                         _mm512_shuffle_f32x4(y[2 * m], y[2 * m + 1], 0xDD));
+  // quarter q: (two halves of x[q]) then (two of x[4 + q]); then lanes 0 and 2 hold the sums.
+  const __m512 w = _mm512_add_ps(_mm512_shuffle_ps(z[0], z[1], 0x88), _mm512_shuffle_ps(z[0], z[1], 0xDD));
+  const __m512 u = _mm512_add_ps(w, _mm512_shuffle_ps(w, w, 0xB1));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 0, 4, 8, 12, 2, 6, 10, 14);
+  return _mm512_castps512_ps256(_mm512_permutexvar_ps(order, u));
+}
+
 }  // namespace tandem::kernels::avx512

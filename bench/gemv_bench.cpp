@@ -5,8 +5,8 @@
 //    column-shared speculative-verification product) against a weight matrix larger than
 //    the L3 (so weights stream from memory, as in decode), reported as GB/s of weights;
 //    time(4)/time(1) is the ratio. _packed: the load-time 16-row copy as the model
-//    multiplies it (Q6_K: the 16-row interleave of matmul_q6k_vnni.h, against the ggml-row
-//    kernel in Gemv_Q6_K); _tiles: the same on the AMX tiles for every T; _ffn: a 2 MiB matrix
+//    multiplies it (Q4_K / Q6_K: the 16-row interleaves of matmul_q4k_vnni.h /
+//    matmul_q6k_vnni.h, against the ggml-row kernels in Gemv_Q4_K / Gemv_Q6_K); _tiles: the same on the AMX tiles for every T; _ffn: a 2 MiB matrix
 //    in cache;
 //  * Attention_rows/<rows>: one KV head's attention for a decode step (4 rows) and for a 1+3
 //    verification (16 rows).
@@ -151,6 +151,7 @@ constexpr size_t kFfnBytes = 3584 * 576;
 void Gemv_Q4_0_packed_ffn(benchmark::State& s) { run_columns(s, GgmlType::Q4_0, 1024, true, false, kFfnBytes); }
 void Gemv_Q4_0_packed_ffn_tiles(benchmark::State& s) { run_columns(s, GgmlType::Q4_0, 1024, true, true, kFfnBytes); }
 void Gemv_Q4_K(benchmark::State& s) { run_columns(s, GgmlType::Q4_K, 2560); }
+void Gemv_Q4_K_packed(benchmark::State& s) { run_columns(s, GgmlType::Q4_K, 2560, true); }
 void Gemv_Q6_K(benchmark::State& s) { run_columns(s, GgmlType::Q6_K, 2560); }
 void Gemv_Q6_K_packed(benchmark::State& s) { run_columns(s, GgmlType::Q6_K, 2560, true); }
 BENCHMARK(Gemv_Q4_0)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
@@ -162,6 +163,7 @@ BENCHMARK(Gemv_Q8_0_packed_tiles)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark
 BENCHMARK(Gemv_Q4_0_packed_ffn)->Arg(1)->Arg(2)->Arg(4)->UseRealTime()->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(Gemv_Q4_0_packed_ffn_tiles)->Arg(1)->Arg(2)->Arg(4)->UseRealTime()->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(Gemv_Q4_K)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(Gemv_Q4_K_packed)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(Gemv_Q6_K)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(Gemv_Q6_K_packed)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 

@@ -61,17 +61,45 @@ void pack_q6_K(const uint8_t* w, size_t stride, int64_t rows, int64_t n, uint8_t
   }
 }
 
+void pack_q4_K(const uint8_t* w, size_t stride, int64_t rows, int64_t n, uint8_t* out) {
+  const int64_t nb = n / kQK_K, groups = (rows + kRows - 1) / kRows;
+  const size_t gbytes = packed_group_bytes(GgmlType::Q4_K, n);
+  for (int64_t g = 0; g < groups; ++g) {
+    uint8_t* grp = out + static_cast<size_t>(g) * gbytes;
+    for (int o = 0; o < kRows && g * kRows + o < rows; ++o) {
+      const auto* blocks = reinterpret_cast<const BlockQ4_K*>(w + static_cast<size_t>(g * kRows + o) * stride);
+      for (int64_t s = 0; s < nb; ++s) {
+        const BlockQ4_K& b = blocks[s];
+        uint8_t* sb = grp + static_cast<size_t>(s) * kQ4KSuperBlockBytes;
+        for (int line = 0; line < 32; ++line)  // line 8c + i: qs[32c + 4i ..] = qs[4 · line ..]
+          std::memcpy(sb + 64 * line + 4 * o, b.qs + 4 * line, 4);
+        for (int j = 0; j < 8; ++j) {
+          int sc = 0, m = 0;
+          k4_scale_min(j, b.scales, &sc, &m);
+          sb[kQ4KScalesOffset + 16 * j + o] = static_cast<uint8_t>(sc);
+          sb[kQ4KMinsOffset + 32 * (j / 2) + 2 * o + (j & 1)] = static_cast<uint8_t>(m);
+        }
+        std::memcpy(sb + kQ4KDOffset + 2 * o, &b.d, 2);
+        std::memcpy(sb + kQ4KDOffset + 32 + 2 * o, &b.dmin, 2);
+      }
+    }
+  }
+}
+
 }  // namespace
 
-bool packable(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::Q6_K; }
+bool packable(GgmlType t) {
+  return t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K || t == GgmlType::Q6_K;
+}
 
 bool packable(const WeightMatrix& W) {
   if (!packable(W.type) || W.rows <= 0) return false;
-  if (W.type == GgmlType::Q6_K) return W.cols % kQK_K == 0;
+  if (W.type == GgmlType::Q6_K || W.type == GgmlType::Q4_K) return W.cols % kQK_K == 0;
   return W.cols % kQK == 0;
 }
 
 size_t packed_group_bytes(GgmlType t, int64_t n) {
+  if (t == GgmlType::Q4_K) return static_cast<size_t>(n / kQK_K) * kQ4KSuperBlockBytes;
   if (t == GgmlType::Q6_K)
     return (static_cast<size_t>(n / kQK_K) * (kQ6KSuperBlockBytes + kRows * sizeof(uint16_t)) + 63) / 64 * 64;
   const size_t nb = static_cast<size_t>(n / kQK);
@@ -84,12 +112,13 @@ size_t packed_bytes(GgmlType t, int64_t rows, int64_t n) {
 
 void pack_weights(GgmlType t, const uint8_t* w, size_t stride, int64_t rows, int64_t n, uint8_t* out) {
   if (!packable(t)) throw std::invalid_argument(std::string("amx::pack_weights: type ") + ggml_type_name(t) + " has no packed form");
-  const int64_t block = t == GgmlType::Q6_K ? kQK_K : kQK;
+  const int64_t block = t == GgmlType::Q6_K || t == GgmlType::Q4_K ? kQK_K : kQK;
   if (n % block != 0)
     throw std::invalid_argument("amx::pack_weights: row length " + std::to_string(n) + " of a " + ggml_type_name(t) +
                                 " matrix is not a multiple of " + std::to_string(block));
   std::memset(out, 0, packed_bytes(t, rows, n));
   if (t == GgmlType::Q6_K) return pack_q6_K(w, stride, rows, n, out);
+  if (t == GgmlType::Q4_K) return pack_q4_K(w, stride, rows, n, out);
   const int64_t nb = n / kQK, groups = (rows + kRows - 1) / kRows;
   const size_t gbytes = packed_group_bytes(t, n), tb = tile_bytes(t);
   for (int64_t g = 0; g < groups; ++g) {

@@ -34,6 +34,18 @@
 // then the group's nb × 16 super-block scales d as fp16, row o of super-block s at
 // s × 16 + o. Exactly the bytes of the ggml blocks (3360 per 16 rows × 256 elements), rows
 // past the matrix zero.
+//
+// Q4_K (eight 32-element sub-blocks per super-block, each with a 6-bit scale and min) gets the
+// same interleave (matmul_q4k_vnni.h). Per group, per super-block s, at s × 2368 bytes:
+//  * 32 code lines: line 8c + i (chunk c = 0..3 of 64 elements, i = 0..7) holds at byte
+//    4·o + e the file's byte qs[32c + 4i + e] of row o: its low nibble is element
+//    64c + 4i + e (sub-block 2c), its high nibble element 64c + 32 + 4i + e (sub-block 2c + 1);
+//  * at 2048: the sub-block scales, byte 16·j + o = scale j of row o (0..63);
+//  * at 2176: the mins in pairs, bytes 32·p + 2·o and 32·p + 2·o + 1 = mins 2p and 2p + 1 of
+//    row o (0..63: widened to int16 they are one VPDPWSSD operand per pair of sub-blocks);
+//  * at 2304: the 16 rows' d, then at 2336 their dmin (fp16, as in the file).
+// 2368 bytes per 16 rows × 256 elements where the file has 2304: the 6-bit scales and mins
+// are unpacked once instead of on every pass.
 #pragma once
 
 #include <cstddef>
@@ -49,13 +61,19 @@ struct WeightMatrix;
 
 namespace tandem::kernels::amx {
 
-// Whether weights of this type can be packed (Q4_0, Q8_0, Q6_K).
+// Whether weights of this type can be packed (Q4_0, Q8_0, Q4_K, Q6_K).
 bool packable(GgmlType t);
 // The Q6_K layout's offsets, shared by the packer and the kernel: a sub-block's three code
 // lines, where a super-block's scales start, and the super-block's code and scale bytes.
 constexpr size_t kQ6KSubBlockBytes = 192;
 constexpr size_t kQ6KScalesOffset = 16 * kQ6KSubBlockBytes;  // 3072
 constexpr size_t kQ6KSuperBlockBytes = kQ6KScalesOffset + 16 * 16;  // 3328
+// The Q4_K layout's offsets within a super-block (see above).
+constexpr size_t kQ4KScalesOffset = 32 * 64;                          // 2048
+constexpr size_t kQ4KMinsOffset = kQ4KScalesOffset + 8 * 16;          // 2176
+constexpr size_t kQ4KDOffset = kQ4KMinsOffset + 4 * 32;               // 2304
+constexpr size_t kQ4KSuperBlockBytes = kQ4KDOffset + 2 * 16 * 2;      // 2368
+static_assert(kQ4KSuperBlockBytes % 64 == 0, "Q4_K super-blocks stay line-aligned");
 // Whether W has a packed form: a packable type and rows of a whole number of blocks.
 bool packable(const WeightMatrix& W);
 // Bytes of one 16-row group (a multiple of 64) and of the whole packed matrix.
@@ -66,7 +84,7 @@ size_t packed_bytes(GgmlType t, int64_t rows, int64_t n);
 void pack_weights(GgmlType t, const uint8_t* w, size_t stride, int64_t rows, int64_t n, uint8_t* out);
 
 // Owner of the packed copies of a model's matrices. pack() fills W.amx_packed (matmul then
-// takes the AMX path for every T on the Amx tier, or the packed Q6_K kernel from the
+// takes the AMX path for every T on the Amx tier, or the packed Q4_K / Q6_K kernel from the
 // Avx512Vnni tier up); the ggml rows stay where they are for the other tiers and for row
 // lookups (tied embeddings).
 class PackedWeights {

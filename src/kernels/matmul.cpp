@@ -11,6 +11,7 @@
 #include "kernels/matmul_amx.h"
 #include "kernels/matmul_avx2.h"
 #include "kernels/matmul_avx512.h"
+#include "kernels/matmul_q4k_vnni.h"
 #include "kernels/matmul_q6k_vnni.h"
 #include "kernels/packed_activations.h"
 #include "kernels/vec_dot.h"
@@ -49,8 +50,9 @@ bool simd_has_kernel(GgmlType t) {
 // Avx2: the AVX2 row kernels on the ggml-layout rows the scalar path also uses.
 // PackedVnni: packed Q4_0/Q8_0 (amx_weight_pack.h) on AVX-512 VNNI without AMX: the 16-row
 // groups as VPDPBUSD operands for every T (amx::gemm_packed_vnni).
-// PackedQ6K: packed Q6_K on AVX-512 VNNI, any tier from Avx512Vnni up (vnni::gemm_packed_q6_K).
-enum class Path { Scalar, Avx2, Avx512, PackedVnni, PackedQ6K, Amx };
+// PackedQ4K / PackedQ6K: packed Q4_K / Q6_K on AVX-512 VNNI, any tier from Avx512Vnni up
+// (vnni::gemm_packed_q4_K, vnni::gemm_packed_q6_K).
+enum class Path { Scalar, Avx2, Avx512, PackedVnni, PackedQ4K, PackedQ6K, Amx };
 
 // The T activation rows converted once for one weight type and path; any number of
 // weight matrices of that type and width can then be applied (row range by row range).
@@ -64,7 +66,7 @@ struct Prepared {
   uint8_t* panels = nullptr;      // amx: one weight panel per thread
   size_t panel_bytes = 0;
   bool vector_units = false;      // amx, packed: T <= amx::kVnniMaxCols on VPDPBUSD; always for PackedVnni
-  const int32_t* offsets = nullptr;  // PackedQ6K: T rows of n / 16 sub-block offsets
+  const int32_t* offsets = nullptr;  // PackedQ6K: T rows of n / 16 sub-block offsets; PackedQ4K: n / 64 mins operands
 };
 
 // packed: the weights have their tile-order copy (then AMX pays from one token on, and the
@@ -74,6 +76,7 @@ Path choose_path(GgmlType t, int64_t T, bool packed) {
   if ((T >= kAmxMinCols || packed) && tier >= CpuTier::Amx && amx_has_kernel(t)) return Path::Amx;
   if (packed && tier >= CpuTier::Avx512Vnni && amx_has_kernel(t)) return Path::PackedVnni;
   if (packed && tier >= CpuTier::Avx512Vnni && t == GgmlType::Q6_K) return Path::PackedQ6K;
+  if (packed && tier >= CpuTier::Avx512Vnni && t == GgmlType::Q4_K) return Path::PackedQ4K;
   if (tier >= CpuTier::Avx512Vnni && simd_has_kernel(t)) return Path::Avx512;
   if (tier >= CpuTier::Avx2 && simd_has_kernel(t)) return Path::Avx2;
   return Path::Scalar;
@@ -127,15 +130,19 @@ Prepared prepare(GgmlType type, bool packed, int64_t n, const float* X, int64_t 
     case GgmlType::Q4_K:
     case GgmlType::Q6_K: {
       const size_t row = (row_bytes(GgmlType::Q8_K, n) + 63) / 64 * 64;
-      // The packed Q6_K kernel also wants each token's sub-block offsets (n / 16 int32).
-      const size_t offs = p.path == Path::PackedQ6K ? static_cast<size_t>(n / 16) * sizeof(int32_t) : 0;
+      // The packed Q6_K kernel also wants each token's sub-block offsets (n / 16 int32), the
+      // packed Q4_K kernel its mins operands (n / 64 int32).
+      const size_t offs = p.path == Path::PackedQ6K   ? static_cast<size_t>(n / 16) * sizeof(int32_t)
+                          : p.path == Path::PackedQ4K ? static_cast<size_t>(n / 64) * sizeof(int32_t)
+                                                      : 0;
       auto* buf = static_cast<uint8_t*>(ctx.acts.get((row + offs) * static_cast<size_t>(T)));
       auto* views = ctx.ptrs.get_as<const BlockQ8_K*>(static_cast<size_t>(T));
       auto* offsets = reinterpret_cast<int32_t*>(buf + row * static_cast<size_t>(T));
       for_columns(T, ctx.pool, [&](int64_t t) {
         quantize_activation(GgmlType::Q8_K, X + t * ldx, buf + t * row, n);
         views[t] = reinterpret_cast<const BlockQ8_K*>(buf + t * row);
-        if (offs) vnni::q6_K_offsets(views[t], n, offsets + t * (n / 16));
+        if (p.path == Path::PackedQ6K) vnni::q6_K_offsets(views[t], n, offsets + t * (n / 16));
+        if (p.path == Path::PackedQ4K) vnni::q4_K_min_operands(views[t], n, offsets + t * (n / 64));
       });
       p.offsets = offsets;
       p.views = views;
@@ -211,7 +218,7 @@ void run_rows_avx2(const Prepared& p, const WeightMatrix& W, const uint8_t* w, i
 void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, float* y, int64_t ldy, int thread) {
   const uint8_t* w = W.data + static_cast<size_t>(r0) * W.row_stride;  // row r0 becomes row 0
   const int64_t nr = r1 - r0, n = p.n, T = p.T;
-  // Packed: r0 is a multiple of the task size (64 or 256 rows; whole groups for Q6_K), so row r0
+  // Packed: r0 is a multiple of the task size (64 or 256 rows; whole groups for Q4_K / Q6_K), so row r0
   // starts a 16-row group.
   const uint8_t* packed =
       W.amx_packed ? W.amx_packed + static_cast<size_t>(r0 / 16) * amx::packed_group_bytes(W.type, n) : nullptr;
@@ -221,6 +228,10 @@ void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, 
   }
   if (p.path == Path::PackedQ6K) {
     vnni::gemm_packed_q6_K(packed, n, 0, nr, static_cast<const BlockQ8_K* const*>(p.views), p.offsets, T, y, ldy);
+    return;
+  }
+  if (p.path == Path::PackedQ4K) {
+    vnni::gemm_packed_q4_K(packed, n, 0, nr, static_cast<const BlockQ8_K* const*>(p.views), p.offsets, T, y, ldy);
     return;
   }
   if (p.path == Path::Amx) {
@@ -287,7 +298,7 @@ int64_t rows_per_task(const Prepared& p, int64_t rows, ThreadPool* pool) {
   const int threads = pool ? pool->size() : 1;
   int64_t per = std::min(kMaxTaskRows, (rows + threads * 8 - 1) / (threads * 8));
   if (p.T > kCols) per = std::min<int64_t>(per, 64);
-  if (p.path == Path::PackedQ6K) return (per + 15) / 16 * 16;  // whole 16-row groups
+  if (p.path == Path::PackedQ6K || p.path == Path::PackedQ4K) return (per + 15) / 16 * 16;  // whole 16-row groups
   return std::max<int64_t>(4, (per + 3) / 4 * 4);
 }
 

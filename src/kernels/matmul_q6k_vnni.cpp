@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include "kernels/amx_weight_pack.h"
+#include "kernels/packed_groups_avx512.h"
 #include "kernels/simd_avx512.h"
 
 // GCC 12 reports the undefined first operand of AVX-512 intrinsics' masked forms as maybe
@@ -93,25 +94,11 @@ void q6_K_offsets(const BlockQ8_K* a, int64_t n, int32_t* out) {
 void gemm_packed_q6_K(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* acts,
                       const int32_t* offsets, int64_t T, float* y, int64_t ldy) {
   const int64_t nb = n / kQK_K;
-  const size_t gbytes = amx::packed_group_bytes(GgmlType::Q6_K, n);
-  // Row groups outer, tokens inner: a group (n / 256 × 3360 bytes) stays in L1 while every
-  // chunk of tokens reuses it.
-  for (int64_t o0 = r0; o0 < r1; o0 += 16) {
-    const int64_t left = r1 - o0;
-    const __mmask16 rmask = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
-    const uint8_t* grp = packed + static_cast<size_t>(o0 / 16) * gbytes;
-    for (int64_t c0 = 0; c0 < T; c0 += kQ6KMaxCols) {
-      const BlockQ8_K* const* a = acts + c0;
-      const int32_t* off = offsets + c0 * nb * kSubBlocks;
-      float* yc = y + c0 * ldy + o0;
-      switch (T - c0 < kQ6KMaxCols ? T - c0 : kQ6KMaxCols) {
-        case 1: q6_K_group<1>(grp, nb, a, off, yc, ldy, rmask); break;
-        case 2: q6_K_group<2>(grp, nb, a, off, yc, ldy, rmask); break;
-        case 3: q6_K_group<3>(grp, nb, a, off, yc, ldy, rmask); break;
-        default: q6_K_group<4>(grp, nb, a, off, yc, ldy, rmask); break;
-      }
-    }
-  }
+  for_packed_groups<kQ6KMaxCols>(
+      packed, amx::packed_group_bytes(GgmlType::Q6_K, n), r0, r1, T, y, ldy,
+      [&](auto nc, const uint8_t* grp, int64_t c0, float* yc, __mmask16 rmask) {
+        q6_K_group<decltype(nc)::value>(grp, nb, acts + c0, offsets + c0 * nb * kSubBlocks, yc, ldy, rmask);
+      });
 }
 
 }  // namespace tandem::kernels::vnni

@@ -1,0 +1,42 @@
+// Q4_K weights × Q8_K activations on AVX-512 VNNI, from the 16-row interleave made at load
+// (amx_weight_pack.h). Q4_K is the bulk of a Q4_K_M file (the quantization users download
+// most), so its decode steps and verification passes stream these groups.
+//
+// Why a packed form: the ggml-row kernel (matmul_avx512.cpp, q4_K_row) unpacks each row's
+// codes and 6-bit scales for itself and reduces a 16-lane sum per token and row; four tokens
+// cost it 1.6-1.7x one token, while the memory gives a four-token pass little more time than a
+// one-token one. With 16 rows interleaved, one VPDPBUSD multiplies 16 rows × 4 codes by 4
+// broadcast activation bytes, the unpacking (a mask, a shift and a mask per line) and the
+// scales' widening are shared by the tokens, and lane o of every register stays row o.
+//
+// The arithmetic is ggml's: per 32-element sub-block j the integer sum of code × activation,
+// times the row's 6-bit scale (VPMULLD), summed over the super-block in int32; the mins term
+// Σ_j m_j · (the sub-block's activation sum) in int32 too (VPDPWSSD on pairs of sub-blocks);
+// then, per super-block, isum × (d_w · d_a) − minsum × (dmin_w · d_a) in float. Every
+// (token, row) output takes the same operations in the same order whatever T, so a column is
+// bit for bit its one-token product.
+//
+// Compiled with AVX-512 (F, BW, VL, VNNI) flags; only callable on the Avx512Vnni tier.
+#pragma once
+
+#include <cstdint>
+
+#include "gguf/quants.h"
+
+namespace tandem::kernels::vnni {
+
+// Tokens per pass over a 16-row group: their accumulators stay in registers.
+constexpr int kQ4KMaxCols = 4;
+
+// The mins operands of one token's Q8_K activations (n elements): per super-block s and pair p
+// of sub-blocks, out[4 s + p] holds the activation sums of sub-blocks 2p (low 16 bits) and
+// 2p + 1 (high 16 bits), each the sum of two of Q8_K's 16-element sums (|sum| <= 4096).
+void q4_K_min_operands(const BlockQ8_K* a, int64_t n, int32_t* out);
+
+// Y[t*ldy + r] = W[r] · act[t] for rows [r0, r1) of the packed Q4_K groups at `packed`
+// (r0 a multiple of 16; row 0 = the start of `packed`), n elements per row (n a multiple of
+// 256), T tokens of Q8_K activations acts[t] and their mins operands at mins + t · n / 64.
+void gemm_packed_q4_K(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* acts,
+                      const int32_t* mins, int64_t T, float* y, int64_t ldy);
+
+}  // namespace tandem::kernels::vnni

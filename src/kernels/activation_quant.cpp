@@ -5,6 +5,8 @@
 #include <stdexcept>
 
 #include "gguf/quants.h"
+#include "kernels/activation_quant_avx512.h"
+#include "runtime/cpu_features.h"
 
 namespace tandem::kernels {
 namespace {
@@ -45,7 +47,10 @@ void to_q8_1(const float* x, BlockQ8_1* y, int64_t nb) {
   }
 }
 
+// The AVX-512 tiers run avx512::quantize_q8_K, the same bytes (activation_quant_test):
+// a Q4_K_M file quantizes every matrix input this way, once per token and matrix width.
 void to_q8_K(const float* x, BlockQ8_K* y, int64_t nb) {
+  if (active_cpu_tier() >= CpuTier::Avx512Vnni) return avx512::quantize_q8_K(x, y, nb);
   for (int64_t b = 0; b < nb; ++b, x += kQK_K) {
     float max = 0.0f, amax = 0.0f;
     for (int j = 0; j < kQK_K; ++j) {

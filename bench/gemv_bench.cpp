@@ -6,8 +6,8 @@
 //    the L3 (so weights stream from memory, as in decode), reported as GB/s of weights;
 //    time(4)/time(1) is the ratio. _packed: the load-time 16-row copy as the model
 //    multiplies it (Q4_K / Q6_K: the 16-row interleaves of matmul_q4k_vnni.h /
-//    matmul_q6k_vnni.h, against the ggml-row kernels in Gemv_Q4_K / Gemv_Q6_K); _tiles: the same on the AMX tiles for every T; _ffn: a 2 MiB matrix
-//    in cache;
+//    matmul_q6k_vnni.h, against the ggml-row kernels in Gemv_Q4_K / Gemv_Q6_K); _tiles: the
+//    same on the AMX tiles for every T; _ffn: a 2 MiB matrix in cache;
 //  * Attention_rows/<rows>: one KV head's attention for a decode step (4 rows) and for a 1+3
 //    verification (16 rows).
 // Run: tandem_bench_gemv --benchmark_counters_tabular=true  (bench/run does this).

@@ -16,6 +16,10 @@ constexpr int kRows = 16;  // output rows per B tile
 
 size_t tile_bytes(GgmlType t) { return t == GgmlType::Q4_0 ? 256 : 512; }
 
+// Elements per block of a packable type: a packed row holds whole blocks (super-blocks for
+// the K-quants).
+int64_t block_elems(GgmlType t) { return t == GgmlType::Q4_K || t == GgmlType::Q6_K ? kQK_K : kQK; }
+
 // The 256 codes (0..63, value + 32) of a Q6_K super-block, in element order. ggml's
 // dequantize_row_q6_K: element 128h + 32m + l (l < 32) is the low nibble (m < 2) or high
 // nibble (m >= 2) of ql[64h + l + 32(m & 1)], with bits 2m, 2m + 1 of qh[32h + l] above it.
@@ -93,9 +97,7 @@ bool packable(GgmlType t) {
 }
 
 bool packable(const WeightMatrix& W) {
-  if (!packable(W.type) || W.rows <= 0) return false;
-  if (W.type == GgmlType::Q6_K || W.type == GgmlType::Q4_K) return W.cols % kQK_K == 0;
-  return W.cols % kQK == 0;
+  return packable(W.type) && W.rows > 0 && W.cols % block_elems(W.type) == 0;
 }
 
 size_t packed_group_bytes(GgmlType t, int64_t n) {
@@ -112,7 +114,7 @@ size_t packed_bytes(GgmlType t, int64_t rows, int64_t n) {
 
 void pack_weights(GgmlType t, const uint8_t* w, size_t stride, int64_t rows, int64_t n, uint8_t* out) {
   if (!packable(t)) throw std::invalid_argument(std::string("amx::pack_weights: type ") + ggml_type_name(t) + " has no packed form");
-  const int64_t block = t == GgmlType::Q6_K || t == GgmlType::Q4_K ? kQK_K : kQK;
+  const int64_t block = block_elems(t);
   if (n % block != 0)
     throw std::invalid_argument("amx::pack_weights: row length " + std::to_string(n) + " of a " + ggml_type_name(t) +
                                 " matrix is not a multiple of " + std::to_string(block));

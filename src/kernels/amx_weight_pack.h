@@ -1,5 +1,5 @@
-// Q4_0 / Q8_0 weights rearranged once, at load, into the AMX "B tile" order (and Q6_K into
-// the same 16-row interleave for the vector units, below).
+// Q4_0 / Q8_0 weights rearranged once, at load, into the AMX "B tile" order (and Q4_K / Q6_K
+// into the same 16-row interleave for the vector units, below).
 //
 // Why: an AMX tile product wants the weights of 16 output rows interleaved four bytes at a
 // time (B[k/4][o*4 + k%4]). Rearranging the mmap'd ggml blocks on every call costs a gather

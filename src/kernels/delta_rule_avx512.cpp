@@ -406,7 +406,7 @@ void recurrent_head(const DeltaRuleInput& in, int h, float* S, const float* S_in
   //   2. x_r ← decay · x_r + δ_r k, stored, and o_r = scale · (x_r · q), reduced the same way.
   // A row's token chain is long (dot, reduction, update, dot) and the 8 rows are independent
   // chains the core overlaps; doing the reductions 8 at a time takes ~24 shuffles and adds
-  // where one at a time took ~64, which was a third of the vector ops of a 1+3 pass. Between
+  // where one at a time took ~64 (by count, ~16 of the ~48 vector ops per row and token). Between
   // tokens the rows wait in a 4 KB buffer in L1; k and q of the token stay in registers.
   // While the first token reads a block, the next block's rows are prefetched.
   constexpr int kBlockRows = 8;

@@ -1,5 +1,6 @@
 // Vector math shared by the AVX-512 translation units. Include ONLY from files compiled
-// with AVX-512 flags (the *_avx512.cpp files, matmul_amx.cpp, matmul_q6k_vnni.cpp):
+// with AVX-512 flags (the *_avx512.cpp files, matmul_amx.cpp, matmul_q4k_vnni.cpp,
+// matmul_q6k_vnni.cpp):
 // everything here is static inline so that no AVX-512 instruction can end up in a symbol
 // another unit links to.
 #pragma once

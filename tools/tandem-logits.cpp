@@ -2,10 +2,13 @@
 // can compare Tandem with another engine on the same GGUF file.
 //
 //   tandem-logits -m model.gguf --tokens 1,2,3 [--split 2,3] [--out logits.f32]
+//                 [--activations converted|exact]
 //
 // Output file: raw little-endian float32, [positions][n_vocab] (every position).
 // --split P1,P2,... processes the tokens as separate forward calls cut at those
 // positions (the state carries over), e.g. to compare batch and incremental paths.
+// --activations exact multiplies dequantized weights with float activations instead of
+// converting activations as ggml-cpu does (the default, llama.cpp's numbers).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -23,7 +26,7 @@ void usage() {
   std::fprintf(stderr,
                "usage: tandem-logits -m MODEL.gguf (--tokens 1,2,3 | --tokens-file FILE.json)\n"
                "                     [--split P1,P2,...] [--gdn auto|chunked|recurrent] [--out FILE.f32]\n"
-               "                     [--top N]\n"
+               "                     [--top N] [--activations converted|exact]\n"
                "Writes raw float32 logits [n_tokens][n_vocab]; prints the top-N ids of the last row.\n");
 }
 
@@ -54,7 +57,7 @@ std::vector<int64_t> parse_ints(const std::string& text, const std::string& what
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model_path, tokens_arg, tokens_file, split_arg, out_path, gdn = "auto";
+  std::string model_path, tokens_arg, tokens_file, split_arg, out_path, gdn = "auto", activations = "converted";
   int top = 5;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -71,6 +74,7 @@ int main(int argc, char** argv) {
     else if (a == "--split") split_arg = next();
     else if (a == "--out" || a == "-o") out_path = next();
     else if (a == "--gdn") gdn = next();
+    else if (a == "--activations") activations = next();
     else if (a == "--top") top = std::atoi(next().c_str());
     else if (a == "-h" || a == "--help") { usage(); return 0; }
     else { std::fprintf(stderr, "tandem-logits: unknown argument '%s'\n", a.c_str()); usage(); return 2; }
@@ -93,7 +97,10 @@ int main(int argc, char** argv) {
     std::vector<int64_t> splits = parse_ints(split_arg, "--split");
     splits.push_back(static_cast<int64_t>(tokens.size()));
 
+    if (activations != "converted" && activations != "exact")
+      throw std::runtime_error("--activations: expected converted or exact, got '" + activations + "'");
     auto model = tandem::Qwen35Model::load(model_path);
+    if (activations == "exact") model->set_activation_mode(tandem::kernels::ActivationMode::Exact);
     std::fprintf(stderr, "%s\n", model->hparams().summary().c_str());
     auto seq = model->new_sequence(static_cast<int64_t>(tokens.size()));
     tandem::ForwardOptions opt;

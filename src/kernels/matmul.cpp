@@ -52,7 +52,12 @@ bool simd_has_kernel(GgmlType t) {
 // groups as VPDPBUSD operands for every T (amx::gemm_packed_vnni).
 // PackedQ4K / PackedQ6K: packed Q4_K / Q6_K on AVX-512 VNNI, any tier from Avx512Vnni up
 // (vnni::gemm_packed_q4_K, vnni::gemm_packed_q6_K).
-enum class Path { Scalar, Avx2, Avx512, PackedVnni, PackedQ4K, PackedQ6K, Amx };
+// Dequant: ActivationMode::Exact on a non-F32 weight: rows dequantized in small batches into
+// a per-thread buffer, then the tier's F32 kernel (f32_path) over float activations.
+enum class Path { Scalar, Avx2, Avx512, PackedVnni, PackedQ4K, PackedQ6K, Amx, Dequant };
+
+// Rows dequantized at a time on the Dequant path (a few KB per row: stays in L1/L2).
+constexpr int64_t kDequantRows = 16;
 
 // The T activation rows converted once for one weight type and path; any number of
 // weight matrices of that type and width can then be applied (row range by row range).
@@ -67,6 +72,8 @@ struct Prepared {
   size_t panel_bytes = 0;
   bool vector_units = false;      // amx, packed: T <= amx::kVnniMaxCols on VPDPBUSD; always for PackedVnni
   const int32_t* offsets = nullptr;  // PackedQ6K: T rows of n / 16 sub-block offsets; PackedQ4K: n / 64 mins operands
+  Path f32_path = Path::Scalar;   // Dequant: the F32 kernel's tier
+  float* dequant = nullptr;       // Dequant: kDequantRows x n floats per thread
 };
 
 // packed: the weights have their tile-order copy (then AMX pays from one token on, and the
@@ -89,6 +96,18 @@ Prepared prepare(GgmlType type, bool packed, int64_t n, const float* X, int64_t 
   p.type = type;
   p.n = n;
   p.T = T;
+  if (ctx.activations == ActivationMode::Exact && type != GgmlType::F32) {
+    // The float activations as they are; each task dequantizes its rows (ggml layout, the
+    // packed copy is not used) and runs them through the F32 kernel of this tier.
+    p.path = Path::Dequant;
+    p.f32_path = choose_path(GgmlType::F32, T, false);
+    const int threads = ctx.pool ? ctx.pool->size() : 1;
+    p.dequant = ctx.dequant.get_as<float>(static_cast<size_t>(threads * kDequantRows * n));
+    auto* views = ctx.ptrs.get_as<const float*>(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) views[t] = X + t * ldx;
+    p.views = views;
+    return p;
+  }
   if (p.path == Path::Amx || p.path == Path::PackedVnni) {
     // Quantized into A tiles once (plus per-token code sums for the vector units); on the
     // tiles each task unpacks its panel of weight rows into its thread's slice and applies it
@@ -214,6 +233,20 @@ void run_rows_avx2(const Prepared& p, const WeightMatrix& W, const uint8_t* w, i
   }
 }
 
+// F32 rows w[0, nr) (stride bytes apart) times the T float columns of p, on the tier's F32 kernel.
+void run_rows_f32(const Prepared& p, Path tier, const uint8_t* w, size_t stride, int64_t nr, float* y, int64_t ldy) {
+  const auto* const* a = static_cast<const float* const*>(p.views);
+  for (int64_t c0 = 0; c0 < p.T; c0 += kCols) {
+    const int nc = static_cast<int>(std::min<int64_t>(kCols, p.T - c0));
+    float* yc = y + c0 * ldy;
+    if (tier == Path::Avx512) avx512::rows_f32(w, stride, p.n, 0, nr, a + c0, nc, yc, ldy);
+    else if (tier == Path::Avx2) avx2::rows_f32(w, stride, p.n, 0, nr, a + c0, nc, yc, ldy);
+    else
+      for (int64_t o = 0; o < nr; ++o)
+        for (int c = 0; c < nc; ++c) yc[c * ldy + o] = vec_dot_ref(GgmlType::F32, p.n, w + o * stride, a[c0 + c]);
+  }
+}
+
 // Rows [r0, r1) of W for all T columns: y[t*ldy + (r - r0)].
 void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, float* y, int64_t ldy, int thread) {
   const uint8_t* w = W.data + static_cast<size_t>(r0) * W.row_stride;  // row r0 becomes row 0
@@ -222,6 +255,16 @@ void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, 
   // starts a 16-row group.
   const uint8_t* packed =
       W.amx_packed ? W.amx_packed + static_cast<size_t>(r0 / 16) * amx::packed_group_bytes(W.type, n) : nullptr;
+  if (p.path == Path::Dequant) {
+    float* rows = p.dequant + static_cast<size_t>(thread) * kDequantRows * static_cast<size_t>(n);
+    for (int64_t o0 = 0; o0 < nr; o0 += kDequantRows) {
+      const int64_t m = std::min(kDequantRows, nr - o0);
+      for (int64_t i = 0; i < m; ++i) dequantize_row(W.type, w + static_cast<size_t>(o0 + i) * W.row_stride, rows + i * n, n);
+      run_rows_f32(p, p.f32_path, reinterpret_cast<const uint8_t*>(rows), static_cast<size_t>(n) * sizeof(float), m,
+                   y + o0, ldy);
+    }
+    return;
+  }
   if (p.path == Path::PackedVnni) {
     amx::gemm_packed_vnni(W.type, packed, n, 0, nr, p.act, T, y, ldy);
     return;

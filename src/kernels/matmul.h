@@ -19,6 +19,9 @@
 //  * on AVX-512 VNNI without AMX, packed Q4_0/Q8_0 run on the vector units for every T
 //    (16 rows per register, tokens in chunks of 4: the interleaved layout the row kernels lack);
 //  * types or tiers without a SIMD kernel: the scalar reference, still threaded.
+//  * ActivationMode::Exact (opt-in, for accuracy comparisons): weight rows are dequantized
+//    to float and multiplied with the unconverted float activations on the tier's F32
+//    kernel — the numbers an F32-activation engine gives, at several times the cost.
 #pragma once
 
 #include <cstddef>
@@ -45,6 +48,14 @@ struct WeightMatrix {
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_stride; }
 };
 
+// How activations meet a non-F32 weight.
+//  Converted: each activation row is converted to the weight's vec_dot_type first (F16,
+//    Q8_0 or Q8_K), as ggml-cpu does; the integer kernels need it and llama.cpp's logits
+//    carry its rounding (the golden README's "ref B").
+//  Exact: the weight rows are dequantized to float and the float activations are used as
+//    they are (the README's "ref A": what quantized weights alone do to the numbers).
+enum class ActivationMode { Converted, Exact };
+
 // Threads and buffers the kernels use (one per model; not shared between concurrent calls).
 struct KernelContext {
   ThreadPool* pool = nullptr;  // null: run on the calling thread
@@ -54,6 +65,8 @@ struct KernelContext {
   // Packed Q4_0/Q8_0 on the Amx tier: up to amx::kVnniMaxCols tokens on the vector units
   // (faster there, same bits); false runs them on the tiles (benchmarks compare the two).
   bool packed_few_tokens_on_vector_units = true;
+  ActivationMode activations = ActivationMode::Converted;
+  ScratchBuffer dequant;  // Exact: per-thread dequantized weight rows
 };
 
 // Y[t*ldy + o] = sum_i W[o][i] * X[t*ldx + i] for t < T, o < W.rows.

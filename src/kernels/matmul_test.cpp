@@ -107,6 +107,59 @@ TEST_P(MatmulTest, EveryTierMatchesScalarReference) {
   }
 }
 
+// ActivationMode::Exact: the float activations times the dequantized weights, on every tier,
+// packed or not, threaded or not — against a float64 product of the dequantized rows, and not
+// the converted-activation product (the mode really changes the path for non-F32 weights).
+TEST_P(MatmulTest, ExactActivationsMultiplyTheDequantizedWeights) {
+  const Case c = GetParam();
+  std::mt19937 rng(static_cast<uint32_t>(c.cols * 7 + 3));
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (int64_t rows : {37, 300}) {
+    RandomWeights rw(c.type, c.cols, rows, rng, 1.0f / std::sqrt(static_cast<float>(c.cols)));
+    std::vector<float> wf(static_cast<size_t>(rows * c.cols));
+    for (int64_t r = 0; r < rows; ++r) dequantize_row(c.type, rw.W.row(r), wf.data() + r * c.cols, c.cols);
+    ThreadPool pool(2);
+    for (int64_t T : {1, 3, 9, 17}) {
+      std::vector<float> x(static_cast<size_t>(T * c.cols));
+      for (auto& v : x) v = nd(rng);
+      std::vector<double> ref(static_cast<size_t>(T * rows));
+      double scale = 0;  // sum |w| |x| bounds the float32 rounding of each dot product
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t r = 0; r < rows; ++r) {
+          double s = 0, a = 0;
+          for (int64_t i = 0; i < c.cols; ++i) {
+            s += double(wf[r * c.cols + i]) * x[t * c.cols + i];
+            a += std::fabs(double(wf[r * c.cols + i]) * x[t * c.cols + i]);
+          }
+          ref[t * rows + r] = s;
+          scale = std::max(scale, a);
+        }
+      for (CpuTier tier : available_tiers()) {
+        set_cpu_tier(tier);
+        for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool})
+          for (const WeightMatrix* w : {&rw.W, &rw.Wp}) {
+            if (w == &rw.Wp && !rw.can_pack) continue;
+            KernelContext ctx;
+            ctx.pool = p;
+            ctx.activations = ActivationMode::Exact;
+            std::vector<float> y(static_cast<size_t>(T * rows), NAN), conv(y.size(), NAN);
+            matmul(*w, x.data(), c.cols, T, y.data(), rows, ctx);
+            double max_diff = 0, max_conv = 0;
+            for (size_t i = 0; i < y.size(); ++i) max_diff = std::max(max_diff, std::fabs(y[i] - ref[i]));
+            EXPECT_LE(max_diff, 1e-6 * scale)
+                << ggml_type_name(c.type) << " cols=" << c.cols << " T=" << T << " tier=" << cpu_tier_name(tier)
+                << " rows=" << rows << (p ? " threaded" : "") << (w == &rw.Wp ? " packed" : "");
+            if (c.type == GgmlType::F32) continue;
+            ctx.activations = ActivationMode::Converted;
+            matmul(*w, x.data(), c.cols, T, conv.data(), rows, ctx);
+            for (size_t i = 0; i < y.size(); ++i) max_conv = std::max(max_conv, std::fabs(conv[i] - ref[i]));
+            EXPECT_GT(max_conv, max_diff) << ggml_type_name(c.type) << ": converting the activations should cost accuracy";
+          }
+      }
+    }
+  }
+}
+
 // Speculative verification relies on this: a column of a multi-column product is bit for
 // bit the product of that column alone, on every tier and for packed weights, so that
 // verifying 1 + k tokens in one pass gives exactly the logits of k + 1 decode steps.

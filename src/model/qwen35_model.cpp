@@ -107,6 +107,11 @@ std::unique_ptr<Qwen35Model> Qwen35Model::load(const std::string& path, int n_th
 }
 
 void Qwen35Model::set_packed_few_tokens_on_vector_units(bool on) { ws_->kc.packed_few_tokens_on_vector_units = on; }
+void Qwen35Model::set_activation_mode(kernels::ActivationMode mode) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ws_->kc.activations = mode;
+}
+kernels::ActivationMode Qwen35Model::activation_mode() const { return ws_->kc.activations; }
 
 void Qwen35Model::pack_for_matrix_path() {
   // After packing, the ggml rows of a matrix are only read on another tier: their pages

@@ -120,6 +120,11 @@ class Qwen35Model {
   // On the Amx tier, packed products of 1..4 tokens run on the vector units (default, faster)
   // or, with false, on the tiles; the logits are the same bits (benchmarks compare the two).
   void set_packed_few_tokens_on_vector_units(bool on);
+  // Converted (default): activations meet quantized/F16 weights converted as ggml-cpu does, on
+  // the integer kernels (llama.cpp's numbers). Exact: dequantized weights times the float
+  // activations (slower; what the weights alone do to the logits, for accuracy comparisons).
+  void set_activation_mode(kernels::ActivationMode mode);
+  kernels::ActivationMode activation_mode() const;
   // Gives the pool's resources back between bursts (idle release, 3 s by default).
   CpuResourceGovernor& governor() { return *governor_; }
 

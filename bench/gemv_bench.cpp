@@ -7,7 +7,8 @@
 //    time(4)/time(1) is the ratio. _packed: the load-time 16-row copy as the model
 //    multiplies it (Q4_K / Q6_K: the 16-row interleaves of matmul_q4k_vnni.h /
 //    matmul_q6k_vnni.h, against the ggml-row kernels in Gemv_Q4_K / Gemv_Q6_K); _tiles: the
-//    same on the AMX tiles for every T; _ffn: a 2 MiB matrix in cache;
+//    same on the AMX tiles for every T; _ffn: a 2 MiB matrix in cache (_scalar: on the
+//    scalar reference tier);
 //  * Attention_rows/<rows>: one KV head's attention for a decode step (4 rows) and for a 1+3
 //    verification (16 rows).
 // Run: tandem_bench_gemv --benchmark_counters_tabular=true  (bench/run does this).
@@ -152,6 +153,16 @@ void Gemv_Q4_0_packed_ffn(benchmark::State& s) { run_columns(s, GgmlType::Q4_0, 
 void Gemv_Q4_0_packed_ffn_tiles(benchmark::State& s) { run_columns(s, GgmlType::Q4_0, 1024, true, true, kFfnBytes); }
 void Gemv_Q4_K(benchmark::State& s) { run_columns(s, GgmlType::Q4_K, 2560); }
 void Gemv_Q4_K_packed(benchmark::State& s) { run_columns(s, GgmlType::Q4_K, 2560, true); }
+// Q5_K (the bulk of a Q5_K_M file) has row kernels only: the same 0.8B FFN shape in cache on
+// this machine's tier and on the scalar reference it ran on before (side by side).
+constexpr size_t kFfnQ5KBytes = 3584 * 704;
+void Gemv_Q5_K_ffn(benchmark::State& s) { run_columns(s, GgmlType::Q5_K, 1024, false, false, kFfnQ5KBytes); }
+void Gemv_Q5_K_ffn_scalar(benchmark::State& s) {
+  const CpuTier tier = active_cpu_tier();
+  set_cpu_tier(CpuTier::Scalar);
+  run_columns(s, GgmlType::Q5_K, 1024, false, false, kFfnQ5KBytes);
+  set_cpu_tier(tier);
+}
 void Gemv_Q6_K(benchmark::State& s) { run_columns(s, GgmlType::Q6_K, 2560); }
 void Gemv_Q6_K_packed(benchmark::State& s) { run_columns(s, GgmlType::Q6_K, 2560, true); }
 BENCHMARK(Gemv_Q4_0)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
@@ -164,6 +175,8 @@ BENCHMARK(Gemv_Q4_0_packed_ffn)->Arg(1)->Arg(2)->Arg(4)->UseRealTime()->Unit(ben
 BENCHMARK(Gemv_Q4_0_packed_ffn_tiles)->Arg(1)->Arg(2)->Arg(4)->UseRealTime()->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(Gemv_Q4_K)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(Gemv_Q4_K_packed)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(Gemv_Q5_K_ffn)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+BENCHMARK(Gemv_Q5_K_ffn_scalar)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(Gemv_Q6_K)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(Gemv_Q6_K_packed)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 

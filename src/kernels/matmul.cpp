@@ -39,7 +39,7 @@ bool amx_has_kernel(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q
 // Types with a row kernel in matmul_avx512.cpp / matmul_avx2.cpp (the same set today).
 bool simd_has_kernel(GgmlType t) {
   switch (t) {
-    case GgmlType::Q4_0: case GgmlType::Q8_0: case GgmlType::Q4_K: case GgmlType::Q6_K:
+    case GgmlType::Q4_0: case GgmlType::Q8_0: case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K:
     case GgmlType::F32: case GgmlType::F16:
       return true;
     default:
@@ -147,6 +147,7 @@ Prepared prepare(GgmlType type, bool packed, int64_t n, const float* X, int64_t 
       break;
     }
     case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
     case GgmlType::Q6_K: {
       const size_t row = (row_bytes(GgmlType::Q8_K, n) + 63) / 64 * 64;
       // The packed Q6_K kernel also wants each token's sub-block offsets (n / 16 int32), the
@@ -213,6 +214,11 @@ void run_rows_avx2(const Prepared& p, const WeightMatrix& W, const uint8_t* w, i
     case GgmlType::Q4_K: {
       const BlockQ8_K* a[kCols];
       avx2::rows_q4_K(w, W.row_stride, n, 0, nr, column_rows(p, c0, nc, a), nc, y, ldy);
+      break;
+    }
+    case GgmlType::Q5_K: {
+      const BlockQ8_K* a[kCols];
+      avx2::rows_q5_K(w, W.row_stride, n, 0, nr, column_rows(p, c0, nc, a), nc, y, ldy);
       break;
     }
     case GgmlType::Q6_K: {
@@ -310,6 +316,9 @@ void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, 
         break;
       case GgmlType::Q4_K:
         avx512::rows_q4_K(w, W.row_stride, n, 0, nr, static_cast<const BlockQ8_K* const*>(p.views) + c0, nc, yc, ldy);
+        break;
+      case GgmlType::Q5_K:
+        avx512::rows_q5_K(w, W.row_stride, n, 0, nr, static_cast<const BlockQ8_K* const*>(p.views) + c0, nc, yc, ldy);
         break;
       case GgmlType::Q6_K:
         avx512::rows_q6_K(w, W.row_stride, n, 0, nr, static_cast<const BlockQ8_K* const*>(p.views) + c0, nc, yc, ldy);

@@ -6,6 +6,8 @@
 
 #include <immintrin.h>
 
+#include <type_traits>
+
 namespace tandem::kernels::avx2 {
 namespace {
 
@@ -107,8 +109,11 @@ void q8_0_row(const BlockQ8_0* w, int64_t nb, const BlockQ8_0* const* a, float* 
 // scale in the madd to int32. The mins term goes to its own 4-lane accumulator, with
 // pairs of sub-blocks per lane, and the two are added at the end: the lane layout and
 // float order of ggml's AVX2 vec_dot_q4_K_q8_K.
-template <int NC>
-void q4_K_row(const BlockQ4_K* w, int64_t nb, const BlockQ8_K* const* a, float* out) {
+// Q5_K: the same with a fifth bit per code from qh (bit 2j of byte l for element 64j + l, bit
+// 2j + 1 for element 64j + 32 + l) ORed in as 16; maddubs pairs stay below 31 * 127 * 2.
+template <int NC, typename Block>
+void q4_K_row(const Block* w, int64_t nb, const BlockQ8_K* const* a, float* out) {
+  constexpr bool kFifthBit = std::is_same_v<Block, BlockQ5_K>;
   __m256 acc[NC];
   __m128 acc_m[NC];
   for (int c = 0; c < NC; ++c) {
@@ -117,7 +122,7 @@ void q4_K_row(const BlockQ4_K* w, int64_t nb, const BlockQ8_K* const* a, float* 
   }
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   for (int64_t i = 0; i < nb; ++i) {
-    const BlockQ4_K& b = w[i];
+    const Block& b = w[i];
     const float d = h2f(b.d), dmin = h2f(b.dmin);
     int sc[8], mn[8];
     for (int j = 0; j < 8; ++j) k4_scale_min(j, b.scales, &sc[j], &mn[j]);
@@ -127,6 +132,13 @@ void q4_K_row(const BlockQ4_K* w, int64_t nb, const BlockQ8_K* const* a, float* 
       const __m256i v = loadu256(b.qs + 32 * j);
       q[2 * j] = _mm256_and_si256(v, m4);
       q[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+      if constexpr (kFifthBit) {
+        const __m256i H = loadu256(b.qh), one = _mm256_set1_epi8(1);
+        q[2 * j] = _mm256_or_si256(
+            q[2 * j], _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(H, _mm_cvtsi32_si128(2 * j)), one), 4));
+        q[2 * j + 1] = _mm256_or_si256(
+            q[2 * j + 1], _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(H, _mm_cvtsi32_si128(2 * j + 1)), one), 4));
+      }
       s[2 * j] = _mm256_set1_epi16(static_cast<short>(sc[2 * j]));
       s[2 * j + 1] = _mm256_set1_epi16(static_cast<short>(sc[2 * j + 1]));
     }
@@ -267,6 +279,7 @@ void rows(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, A 
 template <int NC> struct Q4_0K { static void run(const BlockQ4_0* w, int64_t n, const BlockQ8_0* const* a, float* o) { q4_0_row<NC>(w, n / kQK, a, o); } };
 template <int NC> struct Q8_0K { static void run(const BlockQ8_0* w, int64_t n, const BlockQ8_0* const* a, float* o) { q8_0_row<NC>(w, n / kQK, a, o); } };
 template <int NC> struct Q4_KK { static void run(const BlockQ4_K* w, int64_t n, const BlockQ8_K* const* a, float* o) { q4_K_row<NC>(w, n / kQK_K, a, o); } };
+template <int NC> struct Q5_KK { static void run(const BlockQ5_K* w, int64_t n, const BlockQ8_K* const* a, float* o) { q4_K_row<NC>(w, n / kQK_K, a, o); } };
 template <int NC> struct Q6_KK { static void run(const BlockQ6_K* w, int64_t n, const BlockQ8_K* const* a, float* o) { q6_K_row<NC>(w, n / kQK_K, a, o); } };
 template <int NC> struct F32K { static void run(const float* w, int64_t n, const float* const* a, float* o) { f32_row<NC>(w, n, a, o); } };
 template <int NC> struct F16K { static void run(const uint16_t* w, int64_t n, const uint16_t* const* a, float* o) { f16_row<NC>(w, n, a, o); } };
@@ -291,6 +304,10 @@ void rows_q8_0(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r
 void rows_q4_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a,
                int nc, float* y, int64_t ldy) {
   rows<Q4_KK, BlockQ4_K>(w, stride, n, r0, r1, a, nc, y, ldy);
+}
+void rows_q5_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a,
+               int nc, float* y, int64_t ldy) {
+  rows<Q5_KK, BlockQ5_K>(w, stride, n, r0, r1, a, nc, y, ldy);
 }
 void rows_q6_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a,
                int nc, float* y, int64_t ldy) {

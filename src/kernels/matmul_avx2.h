@@ -2,7 +2,7 @@
 // rows [r0, r1) and nc <= 8 activation columns, Y[c*ldy + r] = W[r] . act[c], where
 // act[c] is an activation row in ggml's layout for the weight's vec_dot_type (what
 // quantize_activation writes: block_q8_0 rows for Q4_0/Q8_0, block_q8_K rows for
-// Q4_K/Q6_K, F32 for F32, F16 for F16). Every weight block is loaded and unpacked once
+// Q4_K/Q5_K/Q6_K, F32 for F32, F16 for F16). Every weight block is loaded and unpacked once
 // and applied to all nc columns before moving on; a column's accumulation order does not
 // depend on nc, so each column of a multi-column product equals its single-column product
 // bit for bit.
@@ -30,6 +30,8 @@ void rows_q4_0(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r
 void rows_q8_0(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_0* const* a, int nc,
                float* y, int64_t ldy);
 void rows_q4_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a,
+               int nc, float* y, int64_t ldy);
+void rows_q5_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a,
                int nc, float* y, int64_t ldy);
 void rows_q6_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a,
                int nc, float* y, int64_t ldy);

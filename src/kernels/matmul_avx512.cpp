@@ -4,6 +4,8 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include <type_traits>
+
 // GCC 12 warns about the deliberately undefined upper halves inside its own
 // intrinsics (_mm512_reduce_add_ps, ...).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -150,8 +152,12 @@ void q8_0_rows4(const uint8_t* w, size_t stride, int64_t nb, const Q8PairsView& 
 // the int16 lanes: the scaled sums accumulate in int32 with two instructions per 64
 // elements and column, where dpbusd + a 32-bit multiply + an add took four. The integer
 // sums are the same, so the results are too.
-template <int NC>
-void q4_K_row(const BlockQ4_K* w, int64_t nb, const BlockQ8_K* const* a, float* out) {
+// Q5_K is the same block plus a fifth bit per code (qh: bit 2j of byte l belongs to element
+// 64j + l, bit 2j + 1 to element 64j + 32 + l), ORed in as 16 before the products: codes up
+// to 31, pairs at most 31 * 127 * 2, still no saturation.
+template <int NC, typename Block>
+void q4_K_row(const Block* w, int64_t nb, const BlockQ8_K* const* a, float* out) {
+  constexpr bool kFifthBit = std::is_same_v<Block, BlockQ5_K>;
   __m512 acc[NC];
   __m256 acc_min[NC];
   for (int c = 0; c < NC; ++c) {
@@ -160,8 +166,8 @@ void q4_K_row(const BlockQ4_K* w, int64_t nb, const BlockQ8_K* const* a, float* 
   }
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   for (int64_t i = 0; i < nb; ++i) {
-    const BlockQ4_K& b = w[i];
-    prefetch_ahead(&b, sizeof(BlockQ4_K));
+    const Block& b = w[i];
+    prefetch_ahead(&b, sizeof(Block));
     const float d = h2f(b.d), dmin = h2f(b.dmin);
     // The 12 scale bytes to 8 six-bit scales (bytes 0-7) and 8 mins (bytes 8-15), the
     // k4_scale_min rule done on 32-bit words instead of per sub-block.
@@ -179,6 +185,13 @@ void q4_K_row(const BlockQ4_K* w, int64_t nb, const BlockQ8_K* const* a, float* 
       const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * c4));
       q[c4] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(y, m4)),
                                  _mm256_and_si256(_mm256_srli_epi16(y, 4), m4), 1);
+      if constexpr (kFifthBit) {
+        const __m256i H = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
+        const __m256i one = _mm256_set1_epi8(1);
+        const __m256i lo = _mm256_and_si256(_mm256_srl_epi16(H, _mm_cvtsi32_si128(2 * c4)), one);
+        const __m256i hi = _mm256_and_si256(_mm256_srl_epi16(H, _mm_cvtsi32_si128(2 * c4 + 1)), one);
+        q[c4] = _mm512_or_si512(q[c4], _mm512_slli_epi16(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), 4));
+      }
       // int16 lanes 0-15: sub-block 2*c4 (the low nibbles), 16-31: sub-block 2*c4 + 1.
       s[c4] = _mm512_permutexvar_epi16(
           _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(static_cast<short>(2 * c4)),
@@ -322,6 +335,7 @@ void rows(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, A 
 template <int NC> struct Q4_0K { static void run(const BlockQ4_0* w, int64_t n, const Q8PairsView* a, float* o) { q4_0_row<NC>(w, n / kQK, a, o); } };
 template <int NC> struct Q8_0K { static void run(const BlockQ8_0* w, int64_t n, const Q8PairsView* a, float* o) { q8_0_row<NC>(w, n / kQK, a, o); } };
 template <int NC> struct Q4_KK { static void run(const BlockQ4_K* w, int64_t n, const BlockQ8_K* const* a, float* o) { q4_K_row<NC>(w, n / kQK_K, a, o); } };
+template <int NC> struct Q5_KK { static void run(const BlockQ5_K* w, int64_t n, const BlockQ8_K* const* a, float* o) { q4_K_row<NC>(w, n / kQK_K, a, o); } };
 template <int NC> struct Q6_KK { static void run(const BlockQ6_K* w, int64_t n, const BlockQ8_K* const* a, float* o) { q6_K_row<NC>(w, n / kQK_K, a, o); } };
 template <int NC> struct F32K { static void run(const float* w, int64_t n, const float* const* a, float* o) { f32_row<NC>(w, n, a, o); } };
 template <int NC> struct F16K { static void run(const uint16_t* w, int64_t n, const uint16_t* const* a, float* o) { f16_row<NC>(w, n, a, o); } };
@@ -353,6 +367,10 @@ void rows_q8_0(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r
 void rows_q4_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a,
                int nc, float* y, int64_t ldy) {
   rows<Q4_KK, BlockQ4_K>(w, stride, n, r0, r1, a, nc, y, ldy);
+}
+void rows_q5_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a,
+               int nc, float* y, int64_t ldy) {
+  rows<Q5_KK, BlockQ5_K>(w, stride, n, r0, r1, a, nc, y, ldy);
 }
 void rows_q6_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a,
                int nc, float* y, int64_t ldy) {

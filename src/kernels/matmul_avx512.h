@@ -25,6 +25,8 @@ void rows_q8_0(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r
                float* y, int64_t ldy);
 void rows_q4_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a,
                int nc, float* y, int64_t ldy);
+void rows_q5_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a,
+               int nc, float* y, int64_t ldy);
 void rows_q6_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a,
                int nc, float* y, int64_t ldy);
 void rows_f32(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const float* const* a, int nc,

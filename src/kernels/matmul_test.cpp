@@ -273,7 +273,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{GgmlType::BF16, 64}, Case{GgmlType::Q4_0, 32}, Case{GgmlType::Q4_0, 96}, Case{GgmlType::Q4_0, 1024},
                       Case{GgmlType::Q4_1, 160}, Case{GgmlType::Q5_0, 96}, Case{GgmlType::Q5_1, 64},
                       Case{GgmlType::Q8_0, 96}, Case{GgmlType::Q8_0, 1024}, Case{GgmlType::Q8_0, 1312}, Case{GgmlType::Q4_K, 256},
-                      Case{GgmlType::Q4_K, 768}, Case{GgmlType::Q5_K, 512}, Case{GgmlType::Q6_K, 256},
+                      Case{GgmlType::Q4_K, 768}, Case{GgmlType::Q5_K, 512}, Case{GgmlType::Q5_K, 1280}, Case{GgmlType::Q6_K, 256},
                       Case{GgmlType::Q6_K, 1280}, Case{GgmlType::Q8_K, 256}),
     [](const auto& info) {
       return std::string(ggml_type_name(info.param.type)) + "_" + std::to_string(info.param.cols);

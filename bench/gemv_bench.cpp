@@ -153,10 +153,11 @@ void Gemv_Q4_0_packed_ffn(benchmark::State& s) { run_columns(s, GgmlType::Q4_0, 
 void Gemv_Q4_0_packed_ffn_tiles(benchmark::State& s) { run_columns(s, GgmlType::Q4_0, 1024, true, true, kFfnBytes); }
 void Gemv_Q4_K(benchmark::State& s) { run_columns(s, GgmlType::Q4_K, 2560); }
 void Gemv_Q4_K_packed(benchmark::State& s) { run_columns(s, GgmlType::Q4_K, 2560, true); }
-// Q5_K (the bulk of a Q5_K_M file) has row kernels only: the same 0.8B FFN shape in cache on
-// this machine's tier and on the scalar reference it ran on before (side by side).
+// Q5_K (the bulk of a Q5_K_M file): the same 0.8B FFN shape in cache, the row kernel, the packed
+// groups (matmul_q4k_vnni.h) and the scalar reference it ran on before, side by side.
 constexpr size_t kFfnQ5KBytes = 3584 * 704;
 void Gemv_Q5_K_ffn(benchmark::State& s) { run_columns(s, GgmlType::Q5_K, 1024, false, false, kFfnQ5KBytes); }
+void Gemv_Q5_K_ffn_packed(benchmark::State& s) { run_columns(s, GgmlType::Q5_K, 1024, true, false, kFfnQ5KBytes); }
 void Gemv_Q5_K_ffn_scalar(benchmark::State& s) {
   const CpuTier tier = active_cpu_tier();
   set_cpu_tier(CpuTier::Scalar);
@@ -176,6 +177,7 @@ BENCHMARK(Gemv_Q4_0_packed_ffn_tiles)->Arg(1)->Arg(2)->Arg(4)->UseRealTime()->Un
 BENCHMARK(Gemv_Q4_K)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(Gemv_Q4_K_packed)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(Gemv_Q5_K_ffn)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+BENCHMARK(Gemv_Q5_K_ffn_packed)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(Gemv_Q5_K_ffn_scalar)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(Gemv_Q6_K)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(Gemv_Q6_K_packed)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);

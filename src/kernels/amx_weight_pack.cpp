@@ -5,6 +5,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "gguf/quants.h"
 #include "kernels/matmul.h"
@@ -18,7 +19,9 @@ size_t tile_bytes(GgmlType t) { return t == GgmlType::Q4_0 ? 256 : 512; }
 
 // Elements per block of a packable type: a packed row holds whole blocks (super-blocks for
 // the K-quants).
-int64_t block_elems(GgmlType t) { return t == GgmlType::Q4_K || t == GgmlType::Q6_K ? kQK_K : kQK; }
+int64_t block_elems(GgmlType t) {
+  return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K ? kQK_K : kQK;
+}
 
 // The 256 codes (0..63, value + 32) of a Q6_K super-block, in element order. ggml's
 // dequantize_row_q6_K: element 128h + 32m + l (l < 32) is the low nibble (m < 2) or high
@@ -65,16 +68,22 @@ void pack_q6_K(const uint8_t* w, size_t stride, int64_t rows, int64_t n, uint8_t
   }
 }
 
+// Q4_K, and Q5_K (Block = BlockQ5_K: the same fields plus qh, appended as 8 more lines).
+template <typename Block>
 void pack_q4_K(const uint8_t* w, size_t stride, int64_t rows, int64_t n, uint8_t* out) {
+  constexpr bool kFifthBit = std::is_same_v<Block, BlockQ5_K>;
+  constexpr size_t kSb = kFifthBit ? kQ5KSuperBlockBytes : kQ4KSuperBlockBytes;
   const int64_t nb = n / kQK_K, groups = (rows + kRows - 1) / kRows;
-  const size_t gbytes = packed_group_bytes(GgmlType::Q4_K, n);
+  const size_t gbytes = packed_group_bytes(kFifthBit ? GgmlType::Q5_K : GgmlType::Q4_K, n);
   for (int64_t g = 0; g < groups; ++g) {
     uint8_t* grp = out + static_cast<size_t>(g) * gbytes;
     for (int o = 0; o < kRows && g * kRows + o < rows; ++o) {
-      const auto* blocks = reinterpret_cast<const BlockQ4_K*>(w + static_cast<size_t>(g * kRows + o) * stride);
+      const auto* blocks = reinterpret_cast<const Block*>(w + static_cast<size_t>(g * kRows + o) * stride);
       for (int64_t s = 0; s < nb; ++s) {
-        const BlockQ4_K& b = blocks[s];
-        uint8_t* sb = grp + static_cast<size_t>(s) * kQ4KSuperBlockBytes;
+        const Block& b = blocks[s];
+        uint8_t* sb = grp + static_cast<size_t>(s) * kSb;
+        if constexpr (kFifthBit)
+          for (int line = 0; line < 8; ++line) std::memcpy(sb + kQ5KHighOffset + 64 * line + 4 * o, b.qh + 4 * line, 4);
         for (int line = 0; line < 32; ++line)  // line 8c + i: qs[32c + 4i ..] = qs[4 · line ..]
           std::memcpy(sb + 64 * line + 4 * o, b.qs + 4 * line, 4);
         for (int j = 0; j < 8; ++j) {
@@ -93,7 +102,8 @@ void pack_q4_K(const uint8_t* w, size_t stride, int64_t rows, int64_t n, uint8_t
 }  // namespace
 
 bool packable(GgmlType t) {
-  return t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K || t == GgmlType::Q6_K;
+  return t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K || t == GgmlType::Q5_K ||
+         t == GgmlType::Q6_K;
 }
 
 bool packable(const WeightMatrix& W) {
@@ -102,6 +112,7 @@ bool packable(const WeightMatrix& W) {
 
 size_t packed_group_bytes(GgmlType t, int64_t n) {
   if (t == GgmlType::Q4_K) return static_cast<size_t>(n / kQK_K) * kQ4KSuperBlockBytes;
+  if (t == GgmlType::Q5_K) return static_cast<size_t>(n / kQK_K) * kQ5KSuperBlockBytes;
   if (t == GgmlType::Q6_K)
     return (static_cast<size_t>(n / kQK_K) * (kQ6KSuperBlockBytes + kRows * sizeof(uint16_t)) + 63) / 64 * 64;
   const size_t nb = static_cast<size_t>(n / kQK);
@@ -120,7 +131,8 @@ void pack_weights(GgmlType t, const uint8_t* w, size_t stride, int64_t rows, int
                                 " matrix is not a multiple of " + std::to_string(block));
   std::memset(out, 0, packed_bytes(t, rows, n));
   if (t == GgmlType::Q6_K) return pack_q6_K(w, stride, rows, n, out);
-  if (t == GgmlType::Q4_K) return pack_q4_K(w, stride, rows, n, out);
+  if (t == GgmlType::Q4_K) return pack_q4_K<BlockQ4_K>(w, stride, rows, n, out);
+  if (t == GgmlType::Q5_K) return pack_q4_K<BlockQ5_K>(w, stride, rows, n, out);
   const int64_t nb = n / kQK, groups = (rows + kRows - 1) / kRows;
   const size_t gbytes = packed_group_bytes(t, n), tb = tile_bytes(t);
   for (int64_t g = 0; g < groups; ++g) {

@@ -1,5 +1,5 @@
-// Q4_0 / Q8_0 weights rearranged once, at load, into the AMX "B tile" order (and Q4_K / Q6_K
-// into the same 16-row interleave for the vector units, below).
+// Q4_0 / Q8_0 weights rearranged once, at load, into the AMX "B tile" order (and Q4_K / Q5_K /
+// Q6_K into the same 16-row interleave for the vector units, below).
 //
 // Why: an AMX tile product wants the weights of 16 output rows interleaved four bytes at a
 // time (B[k/4][o*4 + k%4]). Rearranging the mmap'd ggml blocks on every call costs a gather
@@ -46,6 +46,12 @@
 //  * at 2304: the 16 rows' d, then at 2336 their dmin (fp16, as in the file).
 // 2368 bytes per 16 rows × 256 elements where the file has 2304: the 6-bit scales and mins
 // are unpacked once instead of on every pass.
+//
+// Q5_K (a Q4_K block plus a fifth bit per code) takes the Q4_K layout unchanged and appends, at
+// 2368, 8 high-bit lines: line i holds at byte 4·o + e the file's byte qh[4i + e] of row o,
+// whose bit 2c is the fifth bit of element 64c + 4i + e (the low nibble of code line 8c + i)
+// and bit 2c + 1 that of element 64c + 32 + 4i + e (its high nibble). 2880 bytes per 16 rows ×
+// 256 elements where the file has 2816.
 #pragma once
 
 #include <cstddef>
@@ -61,7 +67,7 @@ struct WeightMatrix;
 
 namespace tandem::kernels::amx {
 
-// Whether weights of this type can be packed (Q4_0, Q8_0, Q4_K, Q6_K).
+// Whether weights of this type can be packed (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K).
 bool packable(GgmlType t);
 // The Q6_K layout's offsets, shared by the packer and the kernel: a sub-block's three code
 // lines, where a super-block's scales start, and the super-block's code and scale bytes.
@@ -74,6 +80,8 @@ constexpr size_t kQ4KMinsOffset = kQ4KScalesOffset + 8 * 16;          // 2176
 constexpr size_t kQ4KDOffset = kQ4KMinsOffset + 4 * 32;               // 2304
 constexpr size_t kQ4KSuperBlockBytes = kQ4KDOffset + 2 * 16 * 2;      // 2368
 static_assert(kQ4KSuperBlockBytes % 64 == 0, "Q4_K super-blocks stay line-aligned");
+constexpr size_t kQ5KHighOffset = kQ4KSuperBlockBytes;                // 2368
+constexpr size_t kQ5KSuperBlockBytes = kQ5KHighOffset + 8 * 64;       // 2880
 // Whether W has a packed form: a packable type and rows of a whole number of blocks.
 bool packable(const WeightMatrix& W);
 // Bytes of one 16-row group (a multiple of 64) and of the whole packed matrix.
@@ -84,7 +92,7 @@ size_t packed_bytes(GgmlType t, int64_t rows, int64_t n);
 void pack_weights(GgmlType t, const uint8_t* w, size_t stride, int64_t rows, int64_t n, uint8_t* out);
 
 // Owner of the packed copies of a model's matrices. pack() fills W.amx_packed (matmul then
-// takes the AMX path for every T on the Amx tier, or the packed Q4_K / Q6_K kernel from the
+// takes the AMX path for every T on the Amx tier, or the packed K-quant kernels from the
 // Avx512Vnni tier up); the ggml rows stay where they are for the other tiers and for row
 // lookups (tied embeddings).
 class PackedWeights {

@@ -50,8 +50,8 @@ bool simd_has_kernel(GgmlType t) {
 // Avx2: the AVX2 row kernels on the ggml-layout rows the scalar path also uses.
 // PackedVnni: packed Q4_0/Q8_0 (amx_weight_pack.h) on AVX-512 VNNI without AMX: the 16-row
 // groups as VPDPBUSD operands for every T (amx::gemm_packed_vnni).
-// PackedQ4K / PackedQ6K: packed Q4_K / Q6_K on AVX-512 VNNI, any tier from Avx512Vnni up
-// (vnni::gemm_packed_q4_K, vnni::gemm_packed_q6_K).
+// PackedQ4K / PackedQ6K: packed Q4_K or Q5_K / Q6_K on AVX-512 VNNI, any tier from Avx512Vnni
+// up (vnni::gemm_packed_q4_K and _q5_K, vnni::gemm_packed_q6_K).
 // Dequant: ActivationMode::Exact on a non-F32 weight: rows dequantized in small batches into
 // a per-thread buffer, then the tier's F32 kernel (f32_path) over float activations.
 enum class Path { Scalar, Avx2, Avx512, PackedVnni, PackedQ4K, PackedQ6K, Amx, Dequant };
@@ -83,7 +83,7 @@ Path choose_path(GgmlType t, int64_t T, bool packed) {
   if ((T >= kAmxMinCols || packed) && tier >= CpuTier::Amx && amx_has_kernel(t)) return Path::Amx;
   if (packed && tier >= CpuTier::Avx512Vnni && amx_has_kernel(t)) return Path::PackedVnni;
   if (packed && tier >= CpuTier::Avx512Vnni && t == GgmlType::Q6_K) return Path::PackedQ6K;
-  if (packed && tier >= CpuTier::Avx512Vnni && t == GgmlType::Q4_K) return Path::PackedQ4K;
+  if (packed && tier >= CpuTier::Avx512Vnni && (t == GgmlType::Q4_K || t == GgmlType::Q5_K)) return Path::PackedQ4K;
   if (tier >= CpuTier::Avx512Vnni && simd_has_kernel(t)) return Path::Avx512;
   if (tier >= CpuTier::Avx2 && simd_has_kernel(t)) return Path::Avx2;
   return Path::Scalar;
@@ -257,7 +257,7 @@ void run_rows_f32(const Prepared& p, Path tier, const uint8_t* w, size_t stride,
 void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, float* y, int64_t ldy, int thread) {
   const uint8_t* w = W.data + static_cast<size_t>(r0) * W.row_stride;  // row r0 becomes row 0
   const int64_t nr = r1 - r0, n = p.n, T = p.T;
-  // Packed: r0 is a multiple of the task size (64 or 256 rows; whole groups for Q4_K / Q6_K), so row r0
+  // Packed: r0 is a multiple of the task size (64 or 256 rows; whole groups for the K-quants), so row r0
   // starts a 16-row group.
   const uint8_t* packed =
       W.amx_packed ? W.amx_packed + static_cast<size_t>(r0 / 16) * amx::packed_group_bytes(W.type, n) : nullptr;
@@ -280,7 +280,8 @@ void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, 
     return;
   }
   if (p.path == Path::PackedQ4K) {
-    vnni::gemm_packed_q4_K(packed, n, 0, nr, static_cast<const BlockQ8_K* const*>(p.views), p.offsets, T, y, ldy);
+    auto* gemm = W.type == GgmlType::Q5_K ? vnni::gemm_packed_q5_K : vnni::gemm_packed_q4_K;
+    gemm(packed, n, 0, nr, static_cast<const BlockQ8_K* const*>(p.views), p.offsets, T, y, ldy);
     return;
   }
   if (p.path == Path::Amx) {

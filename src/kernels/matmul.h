@@ -40,7 +40,7 @@ struct WeightMatrix {
   int64_t rows = 0;  // ne[1], the output dimension
   const uint8_t* data = nullptr;
   size_t row_stride = 0;  // bytes per row
-  // The same rows in AMX tile order (amx_weight_pack.h; Q4_K / Q6_K: their 16-row interleaves), or null.
+  // The same rows in AMX tile order (amx_weight_pack.h; Q4_K / Q5_K / Q6_K: their 16-row interleaves), or null.
   // Set at model load on AVX-512 VNNI and AMX machines; matmul then multiplies the 16-row
   // groups (tiles or vector units).
   const uint8_t* amx_packed = nullptr;

@@ -15,23 +15,26 @@ namespace {
 
 using avx512::dpbusd_bcast;
 
-constexpr int64_t kSb = static_cast<int64_t>(amx::kQ4KSuperBlockBytes);
 constexpr int64_t kScales = static_cast<int64_t>(amx::kQ4KScalesOffset);
 constexpr int64_t kMins = static_cast<int64_t>(amx::kQ4KMinsOffset);
 constexpr int64_t kD = static_cast<int64_t>(amx::kQ4KDOffset);
-// Bytes ahead of the line being read that the stream prefetch asks for, as in the packed
-// Q6_K kernel: two super-blocks (~4.7 KB) into L1, four (~9.5 KB) into L2 only.
-constexpr int64_t kPrefetchBytes = 2 * kSb;
-constexpr int64_t kL2PrefetchBytes = 4 * kSb;
+constexpr int64_t kHigh = static_cast<int64_t>(amx::kQ5KHighOffset);
 
 // NC tokens × one 16-row group. With one or two tokens each sub-block's eight VPDPBUSD run as
 // two chains of four (integer sums: the order does not matter), so the units are not left
 // waiting on one 8-deep chain; with three or four tokens there are enough chains already.
-template <int NC>
+// kFifthBit: Q5_K, whose code line 8c + i takes bits 2c and 2c + 1 of high-bit line i as the
+// fifth bit (16) of its low and high nibbles; codes reach 31, the products still fit VPDPBUSD.
+template <int NC, bool kFifthBit>
 void q4_K_group(const uint8_t* grp, int64_t nb, const BlockQ8_K* const* a, const int32_t* mins, float* y,
                 int64_t ldy, __mmask16 rmask) {
+  constexpr int64_t kSb = static_cast<int64_t>(kFifthBit ? amx::kQ5KSuperBlockBytes : amx::kQ4KSuperBlockBytes);
+  // Bytes ahead of the line being read that the stream prefetch asks for, as in the packed
+  // Q6_K kernel: two super-blocks (~4.7 KB for Q4_K) into L1, four (~9.5 KB) into L2 only.
+  constexpr int64_t kPrefetchBytes = 2 * kSb;
+  constexpr int64_t kL2PrefetchBytes = 4 * kSb;
   constexpr int kChains = NC <= 2 ? 2 : 1;
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
   __m512 acc[NC];
 #pragma GCC unroll 4
   for (int t = 0; t < NC; ++t) acc[t] = _mm512_setzero_ps();
@@ -42,6 +45,7 @@ void q4_K_group(const uint8_t* grp, int64_t nb, const BlockQ8_K* const* a, const
     for (int t = 0; t < NC; ++t) isum[t] = _mm512_setzero_si512();
 #pragma GCC unroll 1
     for (int c = 0; c < 4; ++c) {
+      const __m128i high_shift = _mm_cvtsi32_si128(2 * c);
       __m512i lo[NC][kChains], hi[NC][kChains];
 #pragma GCC unroll 4
       for (int t = 0; t < NC; ++t)
@@ -56,8 +60,18 @@ void q4_K_group(const uint8_t* grp, int64_t nb, const BlockQ8_K* const* a, const
           _mm_prefetch(reinterpret_cast<const char*>(sb + kScales + 64 * i + kL2PrefetchBytes), _MM_HINT_T1);
         }
         const __m512i x = _mm512_load_si512(line);
-        const __m512i wl = _mm512_and_si512(x, m4);                         // sub-block 2c, codes 4i ..
-        const __m512i wh = _mm512_and_si512(_mm512_srli_epi16(x, 4), m4);  // sub-block 2c + 1
+        __m512i wl = _mm512_and_si512(x, m4);                         // sub-block 2c, codes 4i ..
+        __m512i wh = _mm512_and_si512(_mm512_srli_epi16(x, 4), m4);  // sub-block 2c + 1
+        if constexpr (kFifthBit) {
+          if (c == 1) {
+            _mm_prefetch(reinterpret_cast<const char*>(sb + kHigh + 64 * i + kPrefetchBytes), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(sb + kHigh + 64 * i + kL2PrefetchBytes), _MM_HINT_T1);
+          }
+          // Bits 2c and 2c + 1 of each byte to bit 0 and 1, then each to bit 4 (a | (b & c)).
+          const __m512i h = _mm512_srl_epi16(_mm512_load_si512(sb + kHigh + 64 * i), high_shift);
+          wl = _mm512_ternarylogic_epi32(wl, _mm512_slli_epi16(h, 4), m10, 0xF8);
+          wh = _mm512_ternarylogic_epi32(wh, _mm512_slli_epi16(h, 3), m10, 0xF8);
+        }
 #pragma GCC unroll 4
         for (int t = 0; t < NC; ++t) {
           const auto* q = reinterpret_cast<const int32_t*>(a[t][s].qs) + 16 * c;
@@ -114,7 +128,17 @@ void gemm_packed_q4_K(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, 
   for_packed_groups<kQ4KMaxCols>(
       packed, amx::packed_group_bytes(GgmlType::Q4_K, n), r0, r1, T, y, ldy,
       [&](auto nc, const uint8_t* grp, int64_t c0, float* yc, __mmask16 rmask) {
-        q4_K_group<decltype(nc)::value>(grp, nb, acts + c0, mins + c0 * nb * 4, yc, ldy, rmask);
+        q4_K_group<decltype(nc)::value, false>(grp, nb, acts + c0, mins + c0 * nb * 4, yc, ldy, rmask);
+      });
+}
+
+void gemm_packed_q5_K(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* acts,
+                      const int32_t* mins, int64_t T, float* y, int64_t ldy) {
+  const int64_t nb = n / kQK_K;
+  for_packed_groups<kQ4KMaxCols>(
+      packed, amx::packed_group_bytes(GgmlType::Q5_K, n), r0, r1, T, y, ldy,
+      [&](auto nc, const uint8_t* grp, int64_t c0, float* yc, __mmask16 rmask) {
+        q4_K_group<decltype(nc)::value, true>(grp, nb, acts + c0, mins + c0 * nb * 4, yc, ldy, rmask);
       });
 }
 

@@ -1,5 +1,5 @@
-// Q4_K weights × Q8_K activations on AVX-512 VNNI, from the 16-row interleave made at load
-// (amx_weight_pack.h). Q4_K is the bulk of a Q4_K_M file (the quantization users download
+// Q4_K (and Q5_K) weights × Q8_K activations on AVX-512 VNNI, from the 16-row interleave made
+// at load (amx_weight_pack.h). Q4_K is the bulk of a Q4_K_M file (the quantization users download
 // most), so its decode steps and verification passes stream these groups.
 //
 // Why a packed form: the ggml-row kernel (matmul_avx512.cpp, q4_K_row) unpacks each row's
@@ -37,6 +37,9 @@ void q4_K_min_operands(const BlockQ8_K* a, int64_t n, int32_t* out);
 // (r0 a multiple of 16; row 0 = the start of `packed`), n elements per row (n a multiple of
 // 256), T tokens of Q8_K activations acts[t] and their mins operands at mins + t · n / 64.
 void gemm_packed_q4_K(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* acts,
+                      const int32_t* mins, int64_t T, float* y, int64_t ldy);
+// The same for packed Q5_K (the Q4_K layout plus its high-bit lines; the same mins operands).
+void gemm_packed_q5_K(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* acts,
                       const int32_t* mins, int64_t T, float* y, int64_t ldy);
 
 }  // namespace tandem::kernels::vnni

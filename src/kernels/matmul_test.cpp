@@ -33,7 +33,7 @@ std::vector<CpuTier> available_tiers() {
 // rows x cols random weights (normal, times `scale`) quantized to `type`, and the same matrix
 // with its packed copy when the type has one (matmul then runs the 16-row groups: for Q4_0 /
 // Q8_0 the AMX tiles from 5 tokens, the vector units below that and on the AVX-512 tier; for
-// Q4_K / Q6_K the vector units at every T).
+// Q4_K / Q5_K / Q6_K the vector units at every T).
 struct RandomWeights {
   std::vector<uint8_t> bytes;
   WeightMatrix W, Wp;
@@ -208,7 +208,7 @@ TEST_P(MatmulTest, PackedVectorUnitsEqualTilesBitForBit) {
   std::mt19937 rng(static_cast<uint32_t>(c.cols * 5 + 1));
   std::normal_distribution<float> nd(0.0f, 1.0f);
   if (c.type != GgmlType::Q4_0 && c.type != GgmlType::Q8_0)
-    GTEST_SKIP() << ggml_type_name(c.type) << " has no tile product (packed Q4_K / Q6_K run on the vector units only)";
+    GTEST_SKIP() << ggml_type_name(c.type) << " has no tile product (packed K-quants run on the vector units only)";
   RandomWeights rw(c.type, c.cols, 70, rng, 1.0f);
   ThreadPool pool(2);
   for (int64_t T : {1, 2, 3, 4}) {

@@ -11,6 +11,7 @@
 #include "kernels/matmul_amx.h"
 #include "kernels/matmul_avx2.h"
 #include "kernels/matmul_avx512.h"
+#include "kernels/matmul_kquant_amx.h"
 #include "kernels/matmul_q4k_vnni.h"
 #include "kernels/matmul_q6k_vnni.h"
 #include "kernels/packed_activations.h"
@@ -54,7 +55,10 @@ bool simd_has_kernel(GgmlType t) {
 // up (vnni::gemm_packed_q4_K and _q5_K, vnni::gemm_packed_q6_K).
 // Dequant: ActivationMode::Exact on a non-F32 weight: rows dequantized in small batches into
 // a per-thread buffer, then the tier's F32 kernel (f32_path) over float activations.
-enum class Path { Scalar, Avx2, Avx512, PackedVnni, PackedQ4K, PackedQ6K, Amx, Dequant };
+// AmxKQuant: packed Q4_K / Q5_K on the Amx tier from kVnniMaxCols + 1 tokens (prompts): the
+// same Q8_K activations and mins operands as PackedQ4K, plus their A tiles
+// (amx::gemm_packed_kquant_tiles; same bits as PackedQ4K).
+enum class Path { Scalar, Avx2, Avx512, PackedVnni, PackedQ4K, PackedQ6K, Amx, AmxKQuant, Dequant };
 
 // Rows dequantized at a time on the Dequant path (a few KB per row: stays in L1/L2).
 constexpr int64_t kDequantRows = 16;
@@ -149,21 +153,37 @@ Prepared prepare(GgmlType type, bool packed, int64_t n, const float* X, int64_t 
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
     case GgmlType::Q6_K: {
+      // Prompts of a packed Q4_K / Q5_K matrix go to the tiles (and, for comparisons, any T when
+      // few tokens are not kept on the vector units).
+      if (p.path == Path::PackedQ4K && active_cpu_tier() >= CpuTier::Amx &&
+          (T > amx::kVnniMaxCols || !ctx.packed_few_tokens_on_vector_units))
+        p.path = Path::AmxKQuant;
       const size_t row = (row_bytes(GgmlType::Q8_K, n) + 63) / 64 * 64;
       // The packed Q6_K kernel also wants each token's sub-block offsets (n / 16 int32), the
       // packed Q4_K kernel its mins operands (n / 64 int32).
-      const size_t offs = p.path == Path::PackedQ6K   ? static_cast<size_t>(n / 16) * sizeof(int32_t)
-                          : p.path == Path::PackedQ4K ? static_cast<size_t>(n / 64) * sizeof(int32_t)
-                                                      : 0;
-      auto* buf = static_cast<uint8_t*>(ctx.acts.get((row + offs) * static_cast<size_t>(T)));
+      const bool tiles = p.path == Path::AmxKQuant, mins = p.path == Path::PackedQ4K || tiles;
+      const size_t offs = p.path == Path::PackedQ6K ? static_cast<size_t>(n / 16) * sizeof(int32_t)
+                          : mins                    ? static_cast<size_t>(n / 64) * sizeof(int32_t)
+                                                    : 0;
+      const size_t cols_bytes = ((row + offs) * static_cast<size_t>(T) + 63) / 64 * 64;
+      const size_t tile_bytes = tiles ? amx::kquant_tiles_bytes(n, T) : 0;
+      const int threads = ctx.pool ? ctx.pool->size() : 1;
+      p.panel_bytes = tiles ? (amx::kquant_panel_bytes(n) + 63) / 64 * 64 : 0;
+      auto* buf = static_cast<uint8_t*>(
+          ctx.acts.get(cols_bytes + tile_bytes + p.panel_bytes * static_cast<size_t>(threads)));
+      uint8_t* tile_buf = tiles ? buf + cols_bytes : nullptr;
+      p.act = tile_buf;
+      p.panels = tiles ? buf + cols_bytes + tile_bytes : nullptr;
       auto* views = ctx.ptrs.get_as<const BlockQ8_K*>(static_cast<size_t>(T));
       auto* offsets = reinterpret_cast<int32_t*>(buf + row * static_cast<size_t>(T));
       for_columns(T, ctx.pool, [&](int64_t t) {
         quantize_activation(GgmlType::Q8_K, X + t * ldx, buf + t * row, n);
         views[t] = reinterpret_cast<const BlockQ8_K*>(buf + t * row);
         if (p.path == Path::PackedQ6K) vnni::q6_K_offsets(views[t], n, offsets + t * (n / 16));
-        if (p.path == Path::PackedQ4K) vnni::q4_K_min_operands(views[t], n, offsets + t * (n / 64));
+        if (mins) vnni::q4_K_min_operands(views[t], n, offsets + t * (n / 64));
+        if (tiles) amx::kquant_tile_column(views[t], n, t, tile_buf);
       });
+      if (tiles) amx::kquant_pad_tiles(n, T, tile_buf);
       p.offsets = offsets;
       p.views = views;
       break;
@@ -279,6 +299,11 @@ void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, 
     vnni::gemm_packed_q6_K(packed, n, 0, nr, static_cast<const BlockQ8_K* const*>(p.views), p.offsets, T, y, ldy);
     return;
   }
+  if (p.path == Path::AmxKQuant) {
+    amx::gemm_packed_kquant_tiles(W.type, packed, n, 0, nr, p.act, static_cast<const BlockQ8_K* const*>(p.views),
+                                  p.offsets, T, y, ldy, p.panels + p.panel_bytes * static_cast<size_t>(thread));
+    return;
+  }
   if (p.path == Path::PackedQ4K) {
     auto* gemm = W.type == GgmlType::Q5_K ? vnni::gemm_packed_q5_K : vnni::gemm_packed_q4_K;
     gemm(packed, n, 0, nr, static_cast<const BlockQ8_K* const*>(p.views), p.offsets, T, y, ldy);
@@ -348,6 +373,7 @@ constexpr int64_t kMaxTaskRows = 1024;
 constexpr int64_t kVectorUnitTaskRows = 256;
 int64_t rows_per_task(const Prepared& p, int64_t rows, ThreadPool* pool) {
   if (p.path == Path::Amx || p.path == Path::PackedVnni) return p.vector_units ? kVectorUnitTaskRows : amx::kPanelRows;
+  if (p.path == Path::AmxKQuant) return amx::kPanelRows;
   const int threads = pool ? pool->size() : 1;
   int64_t per = std::min(kMaxTaskRows, (rows + threads * 8 - 1) / (threads * 8));
   if (p.T > kCols) per = std::min<int64_t>(per, 64);

@@ -10,6 +10,7 @@
 
 #include "gguf/ggml_type.h"
 #include "gguf/quants.h"
+#include "kernels/amx_tiles.h"
 #include "kernels/simd_avx512.h"
 
 // GCC 12 warns about the deliberately undefined upper halves inside its own
@@ -19,43 +20,8 @@
 namespace tandem::kernels::amx {
 namespace {
 
-// Tile loads and stores of one contiguous 512-byte (load) or 1 KiB (store) tile, with
-// that memory as an asm operand: GCC 12's _tile_loadd names no memory at all (so earlier
-// stores to the source could be moved past it), and a "memory" clobber instead would
-// force the zmm accumulators out to the stack around every tile instruction. Tile
-// numbers must be literals.
-#define TANDEM_TILE_LOAD(t, base, stride)                                      \
-  __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"(base), "r"(static_cast<long>(stride)), \
-                   "m"(*reinterpret_cast<const Bytes512*>(base)))
-#define TANDEM_TILE_STORE(t, base, stride)                                     \
-  __asm__ volatile("tilestored %%tmm" #t ", (%1,%2,1)"                         \
-                   : "=m"(*reinterpret_cast<Bytes1024*>(base))                 \
-                   : "r"(base), "r"(static_cast<long>(stride)))
-#define TANDEM_TILE_ZERO(t) __asm__ volatile("tilezero %%tmm" #t ::)
-#define TANDEM_TILE_DPBSSD(c, a, b) __asm__ volatile("tdpbssd %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
+using namespace tiles;
 
-struct Bytes512 { uint8_t b[512]; };
-struct Bytes1024 { uint8_t b[1024]; };
-
-struct alignas(64) TileConfig {
-  uint8_t palette;
-  uint8_t start_row;
-  uint8_t reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-};
-static_assert(sizeof(TileConfig) == 64);
-
-inline void zero_config(TileConfig* c) {
-  auto* p = reinterpret_cast<uint8_t*>(c);
-  for (int i = 0; i < 64; ++i) p[i] = 0;
-}
-
-// ldtilecfg with a memory operand covering the whole 64-byte config (see the header).
-inline void load_config(const TileConfig* cfg) {
-  __asm__ volatile("ldtilecfg %0" ::"m"(*cfg));
-}
-inline void release_tiles() { __asm__ volatile("tilerelease" ::: "memory"); }
 
 // GEMM tiles: 0, 1 int32 results (m tokens × 16 rows); 2, 3 activations (m tokens ×
 // 32 bytes); 4, 5 weights (8 rows of 16 × 4 bytes).

@@ -113,7 +113,7 @@ BENCHMARK(BM_Gemm)
     ->MeasureProcessCPUTime();
 // Short prefill chunks (where AMX starts to pay: the dispatch threshold in matmul.cpp).
 BENCHMARK(BM_Gemm)
-    ->ArgsProduct({{1}, {0}, {kAvx512, kAmx}, {1}, {16, 32, 64, 128}})
+    ->ArgsProduct({{1}, {0, 2}, {kAvx512, kAmx}, {1}, {8, 16, 24, 32, 64, 128}})
     ->Unit(benchmark::kMillisecond)
     ->MeasureProcessCPUTime();
 

@@ -35,6 +35,12 @@ void for_columns(int64_t T, ThreadPool* pool, F&& fn) {
 // thread), so the crossover lies lower; below 16 the column-shared AVX-512 kernels run.
 constexpr int64_t kAmxMinCols = amx::kTileCols;
 
+// Packed Q4_K / Q5_K go to the tiles from this many tokens: each 16-row group is unpacked with
+// its scales folded in once per call, which a few token groups do not pay back
+// (tandem_bench_matmul, 1024 -> 3584, one thread, vector units / tiles: 0.35 / 0.39 ms at 16
+// tokens, 0.53 / 0.54 at 24, 0.71 / 0.57 at 32).
+constexpr int64_t kAmxKQuantMinCols = 24;
+
 bool amx_has_kernel(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }
 
 // Types with a row kernel in matmul_avx512.cpp / matmul_avx2.cpp (the same set today).
@@ -55,7 +61,7 @@ bool simd_has_kernel(GgmlType t) {
 // up (vnni::gemm_packed_q4_K and _q5_K, vnni::gemm_packed_q6_K).
 // Dequant: ActivationMode::Exact on a non-F32 weight: rows dequantized in small batches into
 // a per-thread buffer, then the tier's F32 kernel (f32_path) over float activations.
-// AmxKQuant: packed Q4_K / Q5_K on the Amx tier from kVnniMaxCols + 1 tokens (prompts): the
+// AmxKQuant: packed Q4_K / Q5_K on the Amx tier from kAmxKQuantMinCols tokens (prompts): the
 // same Q8_K activations and mins operands as PackedQ4K, plus their A tiles
 // (amx::gemm_packed_kquant_tiles; same bits as PackedQ4K).
 enum class Path { Scalar, Avx2, Avx512, PackedVnni, PackedQ4K, PackedQ6K, Amx, AmxKQuant, Dequant };
@@ -156,7 +162,7 @@ Prepared prepare(GgmlType type, bool packed, int64_t n, const float* X, int64_t 
       // Prompts of a packed Q4_K / Q5_K matrix go to the tiles (and, for comparisons, any T when
       // few tokens are not kept on the vector units).
       if (p.path == Path::PackedQ4K && active_cpu_tier() >= CpuTier::Amx &&
-          (T > amx::kVnniMaxCols || !ctx.packed_few_tokens_on_vector_units))
+          (T >= kAmxKQuantMinCols || !ctx.packed_few_tokens_on_vector_units))
         p.path = Path::AmxKQuant;
       const size_t row = (row_bytes(GgmlType::Q8_K, n) + 63) / 64 * 64;
       // The packed Q6_K kernel also wants each token's sub-block offsets (n / 16 int32), the

@@ -1,5 +1,5 @@
-// Packed Q4_K / Q5_K weights × Q8_K activations on the AMX tiles: prompt-sized batches (5 tokens
-// and more) of a Q4_K_M or Q5_K_M file.
+// Packed Q4_K / Q5_K weights × Q8_K activations on the AMX tiles: prompt-sized batches (24 tokens
+// and more, matmul.cpp) of a Q4_K_M or Q5_K_M file.
 //
 // Why: on the vector units (matmul_q4k_vnni.h) every token pays one VPDPBUSD per 16 rows × 4
 // codes plus a 32-bit multiply per sub-block; a prompt is then arithmetic-bound well below the

@@ -176,10 +176,11 @@ TEST_P(MatmulTest, EachColumnEqualsItsSingleColumnProductBitForBit) {
     set_cpu_tier(tier);
     for (const WeightMatrix* w : {&W, &Wp}) {
       if (w == &Wp && !can_pack) continue;
-      // Packed weights run 1..4 tokens on the vector units and 5 and more on the tiles (Q6_K:
-      // the vector units throughout; one token group, two with 20): the paths must agree too.
-      // (Unpacked weights switch to a tile GEMM from 16 tokens, beyond any verification width.)
-      for (int64_t T : {2, 4, 6, 8, 16, 20}) {
+      // Packed Q4_0/Q8_0 run 1..4 tokens on the vector units and 5 and more on the tiles, packed
+      // Q4_K/Q5_K from 24 tokens on the tiles (40: a pair of token groups and a partial one), Q6_K
+      // on the vector units throughout: the paths must agree too. (Unpacked weights switch to a
+      // tile GEMM from 16 tokens, beyond any verification width.)
+      for (int64_t T : {2, 4, 6, 8, 16, 40}) {
         if (T > 8 && w != &Wp) continue;
         std::vector<float> x(static_cast<size_t>(T * c.cols));
         for (auto& v : x) v = nd(rng);

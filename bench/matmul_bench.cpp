@@ -4,7 +4,7 @@
 //
 // BM_Gemm/<shape>/<type>/<tier>/<threads>/<T>: T = 512 tokens (and 16..128 for one shape) through one projection at
 // Qwen3.5-0.8B shapes (0: 1024→6144 GDN qkv, 1: 1024→3584 FFN up, 2: 3584→1024 FFN down),
-// Q4_0 or Q8_0 weights (type 0, 1; unpacked), or Q4_K (type 2, packed at load as a model does),
+// Q4_0 or Q8_0 weights (type 0, 1; unpacked), or Q4_K / Q6_K (type 2, 3; packed at load as a model does),
 // tier forced with set_cpu_tier (2 = avx512, 3 = amx). The time
 // includes quantizing the activations, as in the model. Counter MAC/s = 512·rows·cols / s.
 // BM_PeakAmxInt8/<k bytes>: back-to-back TDPBSSD on resident tiles (K = 64: the full
@@ -50,8 +50,8 @@ struct Problem {
 
 // Random weights and activations, built once per (shape, type).
 const Problem& problem(int shape, GgmlType type) {
-  static std::unique_ptr<Problem> cache[3][3];
-  auto& slot = cache[shape][type == GgmlType::Q8_0 ? 1 : type == GgmlType::Q4_K ? 2 : 0];
+  static std::unique_ptr<Problem> cache[3][4];
+  auto& slot = cache[shape][type == GgmlType::Q8_0 ? 1 : type == GgmlType::Q4_K ? 2 : type == GgmlType::Q6_K ? 3 : 0];
   if (!slot) {
     const Shape s = kShapes[shape];
     auto p = std::make_unique<Problem>();
@@ -68,7 +68,7 @@ const Problem& problem(int shape, GgmlType type) {
     for (auto& v : p->x) v = nd(rng);
     p->y.resize(kTokens * s.rows);
     p->W = {type, s.cols, s.rows, p->w.data(), rb};
-    if (type == GgmlType::Q4_K) p->packed.pack(p->W);
+    if (type == GgmlType::Q4_K || type == GgmlType::Q6_K) p->packed.pack(p->W);
     slot = std::move(p);
   }
   return *slot;
@@ -77,7 +77,8 @@ const Problem& problem(int shape, GgmlType type) {
 void BM_Gemm(benchmark::State& state) {
   const int64_t tokens = state.range(4);
   const int shape = static_cast<int>(state.range(0));
-  const GgmlType type = state.range(1) == 0 ? GgmlType::Q4_0 : state.range(1) == 1 ? GgmlType::Q8_0 : GgmlType::Q4_K;
+  constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K};
+  const GgmlType type = kTypes[state.range(1)];
   const auto tier = static_cast<CpuTier>(state.range(2));
   const int threads = static_cast<int>(state.range(3));
   if (tier > tandem::cpu_features().best_tier()) {
@@ -106,14 +107,14 @@ BENCHMARK(BM_Gemm)
     ->ArgsProduct({{0, 1, 2}, {0, 1}, {kAvx512, kAmx}, {1, 2}, {kTokens}})
     ->Unit(benchmark::kMillisecond)
     ->MeasureProcessCPUTime();
-// Packed Q4_K (type 2): the vector units (avx512) against the tiles (amx), one thread.
+// Packed Q4_K / Q6_K (type 2, 3): the vector units (avx512) against the tiles (amx), one thread.
 BENCHMARK(BM_Gemm)
-    ->ArgsProduct({{1, 2}, {2}, {kAvx512, kAmx}, {1}, {kTokens}})
+    ->ArgsProduct({{1, 2}, {2, 3}, {kAvx512, kAmx}, {1}, {kTokens}})
     ->Unit(benchmark::kMillisecond)
     ->MeasureProcessCPUTime();
 // Short prefill chunks (where AMX starts to pay: the dispatch threshold in matmul.cpp).
 BENCHMARK(BM_Gemm)
-    ->ArgsProduct({{1}, {0, 2}, {kAvx512, kAmx}, {1}, {8, 16, 24, 32, 64, 128}})
+    ->ArgsProduct({{1}, {0, 2, 3}, {kAvx512, kAmx}, {1}, {8, 16, 24, 32, 64, 128}})
     ->Unit(benchmark::kMillisecond)
     ->MeasureProcessCPUTime();
 

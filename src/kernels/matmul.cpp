@@ -159,15 +159,16 @@ Prepared prepare(GgmlType type, bool packed, int64_t n, const float* X, int64_t 
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
     case GgmlType::Q6_K: {
-      // Prompts of a packed Q4_K / Q5_K matrix go to the tiles (and, for comparisons, any T when
+      // Prompts of a packed Q4_K / Q5_K / Q6_K matrix go to the tiles (and, for comparisons, any T when
       // few tokens are not kept on the vector units).
-      if (p.path == Path::PackedQ4K && active_cpu_tier() >= CpuTier::Amx &&
+      if ((p.path == Path::PackedQ4K || p.path == Path::PackedQ6K) && active_cpu_tier() >= CpuTier::Amx &&
           (T >= kAmxKQuantMinCols || !ctx.packed_few_tokens_on_vector_units))
         p.path = Path::AmxKQuant;
       const size_t row = (row_bytes(GgmlType::Q8_K, n) + 63) / 64 * 64;
       // The packed Q6_K kernel also wants each token's sub-block offsets (n / 16 int32), the
       // packed Q4_K kernel its mins operands (n / 64 int32).
-      const bool tiles = p.path == Path::AmxKQuant, mins = p.path == Path::PackedQ4K || tiles;
+      const bool tiles = p.path == Path::AmxKQuant;
+      const bool mins = p.path == Path::PackedQ4K || (tiles && type != GgmlType::Q6_K);  // Q6_K on tiles: none
       const size_t offs = p.path == Path::PackedQ6K ? static_cast<size_t>(n / 16) * sizeof(int32_t)
                           : mins                    ? static_cast<size_t>(n / 64) * sizeof(int32_t)
                                                     : 0;

@@ -177,9 +177,9 @@ TEST_P(MatmulTest, EachColumnEqualsItsSingleColumnProductBitForBit) {
     for (const WeightMatrix* w : {&W, &Wp}) {
       if (w == &Wp && !can_pack) continue;
       // Packed Q4_0/Q8_0 run 1..4 tokens on the vector units and 5 and more on the tiles, packed
-      // Q4_K/Q5_K from 24 tokens on the tiles (40: a pair of token groups and a partial one), Q6_K
-      // on the vector units throughout: the paths must agree too. (Unpacked weights switch to a
-      // tile GEMM from 16 tokens, beyond any verification width.)
+      // K-quants from 24 tokens on the tiles (40: a pair of token groups and a partial one): the
+      // paths must agree too. (Unpacked weights switch to a tile GEMM from 16 tokens, beyond any
+      // verification width.)
       for (int64_t T : {2, 4, 6, 8, 16, 40}) {
         if (T > 8 && w != &Wp) continue;
         std::vector<float> x(static_cast<size_t>(T * c.cols));
@@ -200,7 +200,7 @@ TEST_P(MatmulTest, EachColumnEqualsItsSingleColumnProductBitForBit) {
   }
 }
 
-// Packed Q4_0/Q8_0/Q4_K/Q5_K on the Amx tier: 1..4 tokens run on the vector units by default; they must
+// Packed Q4_0/Q8_0 and K-quants on the Amx tier: 1..4 tokens run on the vector units by default; they must
 // give the tile products' bits (the same integer block sums, the same float operations), or a
 // verification pass of 5+ tokens would not reproduce decode steps.
 TEST_P(MatmulTest, PackedVectorUnitsEqualTilesBitForBit) {
@@ -208,8 +208,9 @@ TEST_P(MatmulTest, PackedVectorUnitsEqualTilesBitForBit) {
   if (cpu_features().best_tier() < CpuTier::Amx) GTEST_SKIP() << "no AMX on this machine";
   std::mt19937 rng(static_cast<uint32_t>(c.cols * 5 + 1));
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  if (c.type != GgmlType::Q4_0 && c.type != GgmlType::Q8_0 && c.type != GgmlType::Q4_K && c.type != GgmlType::Q5_K)
-    GTEST_SKIP() << ggml_type_name(c.type) << " has no tile product (packed Q6_K runs on the vector units only)";
+  if (c.type != GgmlType::Q4_0 && c.type != GgmlType::Q8_0 && c.type != GgmlType::Q4_K && c.type != GgmlType::Q5_K &&
+      c.type != GgmlType::Q6_K)
+    GTEST_SKIP() << ggml_type_name(c.type) << " has no tile product";
   RandomWeights rw(c.type, c.cols, 70, rng, 1.0f);
   ThreadPool pool(2);
   for (int64_t T : {1, 2, 3, 4}) {

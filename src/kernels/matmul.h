@@ -16,8 +16,8 @@
 //    amx::kVnniMaxCols; 1..4 tokens (decode, a 1+3 verification) then run on the vector
 //    units over the same packed groups (VPDPBUSD, same bits), where a tile product of one
 //    token row would cost what one of 16 does;
-//  * packed Q4_K / Q5_K on AMX: 24 and more tokens on the tiles (scales folded into the weight
-//    tiles, matmul_kquant_amx.h), fewer on the vector units, same bits;
+//  * packed Q4_K / Q5_K / Q6_K on AMX: 24 and more tokens on the tiles (scales folded into the
+//    weight tiles, matmul_kquant_amx.h), fewer on the vector units, same bits;
 //  * on AVX-512 VNNI without AMX, packed Q4_0/Q8_0 run on the vector units for every T
 //    (16 rows per register, tokens in chunks of 4: the interleaved layout the row kernels lack);
 //  * types or tiers without a SIMD kernel: the scalar reference, still threaded.

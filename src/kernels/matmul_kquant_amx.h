@@ -1,5 +1,6 @@
-// Packed Q4_K / Q5_K weights × Q8_K activations on the AMX tiles: prompt-sized batches (24 tokens
-// and more, matmul.cpp) of a Q4_K_M or Q5_K_M file.
+// Packed Q4_K / Q5_K / Q6_K weights × Q8_K activations on the AMX tiles: prompt-sized batches (24
+// tokens and more, matmul.cpp) of a Q4_K_M, Q5_K_M or Q6_K file. (Q6_K: see the Q6_K section of
+// the .cpp — signed scales as three balanced base-8 digits, three weight tiles per chunk.)
 //
 // Why: on the vector units (matmul_q4k_vnni.h) every token pays one VPDPBUSD per 16 rows × 4
 // codes plus a 32-bit multiply per sub-block; a prompt is then arithmetic-bound well below the
@@ -43,10 +44,10 @@ void kquant_pad_tiles(int64_t n, int64_t T, uint8_t* tiles);
 
 size_t kquant_panel_bytes(int64_t n);
 
-// Y[t*ldy + r] = W[r] · act[t] for rows [r0, r1) of the packed Q4_K or Q5_K groups at `packed`
+// Y[t*ldy + r] = W[r] · act[t] for rows [r0, r1) of the packed Q4_K, Q5_K or Q6_K groups at `packed`
 // (r0 a multiple of 16; row 0 = the start of `packed`), n elements per row (a multiple of 256),
 // T tokens: their A tiles, Q8_K blocks (acts[t], for the scales d) and mins operands (mins + t ·
-// n / 64, vnni::q4_K_min_operands). panel: kquant_panel_bytes(n), 64-byte aligned.
+// n / 64, vnni::q4_K_min_operands; unused for Q6_K). panel: kquant_panel_bytes(n), 64-byte aligned.
 void gemm_packed_kquant_tiles(GgmlType type, const uint8_t* packed, int64_t n, int64_t r0, int64_t r1,
                               const uint8_t* tiles, const BlockQ8_K* const* acts, const int32_t* mins, int64_t T,
                               float* y, int64_t ldy, uint8_t* panel);

@@ -35,10 +35,10 @@ void for_columns(int64_t T, ThreadPool* pool, F&& fn) {
 // thread), so the crossover lies lower; below 16 the column-shared AVX-512 kernels run.
 constexpr int64_t kAmxMinCols = amx::kTileCols;
 
-// Packed Q4_K / Q5_K go to the tiles from this many tokens: each 16-row group is unpacked with
-// its scales folded in once per call, which a few token groups do not pay back
-// (tandem_bench_matmul, 1024 -> 3584, one thread, vector units / tiles: 0.35 / 0.39 ms at 16
-// tokens, 0.53 / 0.54 at 24, 0.71 / 0.57 at 32).
+// Packed K-quants go to the tiles from this many tokens: each 16-row group is unpacked with its
+// scales folded in once per call, which a few token groups do not pay back (tandem_bench_matmul,
+// 1024 -> 3584, one thread, vector units / tiles: Q4_K 0.35 / 0.39 ms at 16 tokens, 0.53 / 0.54 at
+// 24, 0.71 / 0.57 at 32; Q6_K 1.17 / 1.15 ms at 24, 1.57 / 1.18 at 32).
 constexpr int64_t kAmxKQuantMinCols = 24;
 
 bool amx_has_kernel(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }
@@ -61,9 +61,9 @@ bool simd_has_kernel(GgmlType t) {
 // up (vnni::gemm_packed_q4_K and _q5_K, vnni::gemm_packed_q6_K).
 // Dequant: ActivationMode::Exact on a non-F32 weight: rows dequantized in small batches into
 // a per-thread buffer, then the tier's F32 kernel (f32_path) over float activations.
-// AmxKQuant: packed Q4_K / Q5_K on the Amx tier from kAmxKQuantMinCols tokens (prompts): the
-// same Q8_K activations and mins operands as PackedQ4K, plus their A tiles
-// (amx::gemm_packed_kquant_tiles; same bits as PackedQ4K).
+// AmxKQuant: packed Q4_K / Q5_K / Q6_K on the Amx tier from kAmxKQuantMinCols tokens (prompts):
+// the same Q8_K activations (and, for Q4_K / Q5_K, mins operands) as the vector-unit paths, plus
+// their A tiles (amx::gemm_packed_kquant_tiles; the same bits as PackedQ4K / PackedQ6K).
 enum class Path { Scalar, Avx2, Avx512, PackedVnni, PackedQ4K, PackedQ6K, Amx, AmxKQuant, Dequant };
 
 // Rows dequantized at a time on the Dequant path (a few KB per row: stays in L1/L2).
@@ -159,10 +159,9 @@ Prepared prepare(GgmlType type, bool packed, int64_t n, const float* X, int64_t 
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
     case GgmlType::Q6_K: {
-      // Prompts of a packed Q4_K / Q5_K / Q6_K matrix go to the tiles (and, for comparisons, any T when
-      // few tokens are not kept on the vector units).
+      // Prompts of a packed K-quant matrix go to the tiles on the Amx tier.
       if ((p.path == Path::PackedQ4K || p.path == Path::PackedQ6K) && active_cpu_tier() >= CpuTier::Amx &&
-          (T >= kAmxKQuantMinCols || !ctx.packed_few_tokens_on_vector_units))
+          T >= kAmxKQuantMinCols)
         p.path = Path::AmxKQuant;
       const size_t row = (row_bytes(GgmlType::Q8_K, n) + 63) / 64 * 64;
       // The packed Q6_K kernel also wants each token's sub-block offsets (n / 16 int32), the

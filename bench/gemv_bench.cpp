@@ -158,12 +158,19 @@ void Gemv_Q4_K_packed(benchmark::State& s) { run_columns(s, GgmlType::Q4_K, 2560
 constexpr size_t kFfnQ5KBytes = 3584 * 704;
 void Gemv_Q5_K_ffn(benchmark::State& s) { run_columns(s, GgmlType::Q5_K, 1024, false, false, kFfnQ5KBytes); }
 void Gemv_Q5_K_ffn_packed(benchmark::State& s) { run_columns(s, GgmlType::Q5_K, 1024, true, false, kFfnQ5KBytes); }
-void Gemv_Q5_K_ffn_scalar(benchmark::State& s) {
+void run_on_scalar_tier(benchmark::State& s, GgmlType type, size_t bytes);
+void Gemv_Q5_K_ffn_scalar(benchmark::State& s) { run_on_scalar_tier(s, GgmlType::Q5_K, kFfnQ5KBytes); }
+// The legacy Q5_0 / Q4_1 (AVX2 row kernels on every SIMD tier) beside the scalar reference, same shape.
+void run_on_scalar_tier(benchmark::State& s, GgmlType type, size_t bytes) {
   const CpuTier tier = active_cpu_tier();
   set_cpu_tier(CpuTier::Scalar);
-  run_columns(s, GgmlType::Q5_K, 1024, false, false, kFfnQ5KBytes);
+  run_columns(s, type, 1024, false, false, bytes);
   set_cpu_tier(tier);
 }
+void Gemv_Q5_0_ffn(benchmark::State& s) { run_columns(s, GgmlType::Q5_0, 1024, false, false, 3584 * 704); }
+void Gemv_Q5_0_ffn_scalar(benchmark::State& s) { run_on_scalar_tier(s, GgmlType::Q5_0, 3584 * 704); }
+void Gemv_Q4_1_ffn(benchmark::State& s) { run_columns(s, GgmlType::Q4_1, 1024, false, false, 3584 * 640); }
+void Gemv_Q4_1_ffn_scalar(benchmark::State& s) { run_on_scalar_tier(s, GgmlType::Q4_1, 3584 * 640); }
 void Gemv_Q6_K(benchmark::State& s) { run_columns(s, GgmlType::Q6_K, 2560); }
 void Gemv_Q6_K_packed(benchmark::State& s) { run_columns(s, GgmlType::Q6_K, 2560, true); }
 BENCHMARK(Gemv_Q4_0)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
@@ -179,6 +186,10 @@ BENCHMARK(Gemv_Q4_K_packed)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseRealTime()->Unit
 BENCHMARK(Gemv_Q5_K_ffn)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(Gemv_Q5_K_ffn_packed)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(Gemv_Q5_K_ffn_scalar)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+BENCHMARK(Gemv_Q5_0_ffn)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+BENCHMARK(Gemv_Q5_0_ffn_scalar)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+BENCHMARK(Gemv_Q4_1_ffn)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+BENCHMARK(Gemv_Q4_1_ffn_scalar)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(Gemv_Q6_K)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(Gemv_Q6_K_packed)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 

@@ -54,6 +54,9 @@ bool simd_has_kernel(GgmlType t) {
   }
 }
 
+// Types with an AVX2 row kernel only (the legacy Q5_0, Q4_1, Q5_1): the AVX-512 tiers run it too.
+bool avx2_only_kernel(GgmlType t) { return t == GgmlType::Q5_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_1; }
+
 // Avx2: the AVX2 row kernels on the ggml-layout rows the scalar path also uses.
 // PackedVnni: packed Q4_0/Q8_0 (amx_weight_pack.h) on AVX-512 VNNI without AMX: the 16-row
 // groups as VPDPBUSD operands for every T (amx::gemm_packed_vnni).
@@ -95,7 +98,7 @@ Path choose_path(GgmlType t, int64_t T, bool packed) {
   if (packed && tier >= CpuTier::Avx512Vnni && t == GgmlType::Q6_K) return Path::PackedQ6K;
   if (packed && tier >= CpuTier::Avx512Vnni && (t == GgmlType::Q4_K || t == GgmlType::Q5_K)) return Path::PackedQ4K;
   if (tier >= CpuTier::Avx512Vnni && simd_has_kernel(t)) return Path::Avx512;
-  if (tier >= CpuTier::Avx2 && simd_has_kernel(t)) return Path::Avx2;
+  if (tier >= CpuTier::Avx2 && (simd_has_kernel(t) || avx2_only_kernel(t))) return Path::Avx2;
   return Path::Scalar;
 }
 
@@ -235,6 +238,21 @@ void run_rows_avx2(const Prepared& p, const WeightMatrix& W, const uint8_t* w, i
     case GgmlType::Q8_0: {
       const BlockQ8_0* a[kCols];
       avx2::rows_q8_0(w, W.row_stride, n, 0, nr, column_rows(p, c0, nc, a), nc, y, ldy);
+      break;
+    }
+    case GgmlType::Q5_0: {
+      const BlockQ8_0* a[kCols];
+      avx2::rows_q5_0(w, W.row_stride, n, 0, nr, column_rows(p, c0, nc, a), nc, y, ldy);
+      break;
+    }
+    case GgmlType::Q4_1: {
+      const BlockQ8_1* a[kCols];
+      avx2::rows_q4_1(w, W.row_stride, n, 0, nr, column_rows(p, c0, nc, a), nc, y, ldy);
+      break;
+    }
+    case GgmlType::Q5_1: {
+      const BlockQ8_1* a[kCols];
+      avx2::rows_q5_1(w, W.row_stride, n, 0, nr, column_rows(p, c0, nc, a), nc, y, ldy);
       break;
     }
     case GgmlType::Q4_K: {
@@ -398,8 +416,8 @@ void for_tasks(int64_t rows, int64_t per, ThreadPool* pool, F&& fn) {
 }  // namespace
 
 bool matmul_has_fast_kernel(GgmlType t) {
-  // AVX-512 VNNI and AVX2 have row kernels for the same types.
-  return active_cpu_tier() >= CpuTier::Avx2 && simd_has_kernel(t);
+  // AVX-512 VNNI and AVX2 have row kernels for the same types; the legacy ones run AVX2's on both.
+  return active_cpu_tier() >= CpuTier::Avx2 && (simd_has_kernel(t) || avx2_only_kernel(t));
 }
 
 void matmul(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy, KernelContext& ctx) {

@@ -83,6 +83,66 @@ void q4_0_rows4(const uint8_t* w, size_t stride, int64_t nb, const BlockQ8_0* a,
   for (int r = 0; r < 4; ++r) out[r] = _mm_cvtss_f32(acc[r]);
 }
 
+// The legacy 5-bit and offset types, Q5_0 (q − 16, against block_q8_0), Q4_1 and Q5_1 (d·q + m,
+// q unsigned, against block_q8_1, whose s = d_y · Σ y gives the offset term m · s). The fifth
+// bits (qh, bit j for element j) are spread to one byte each: byte i of a 32-bit word picked by
+// a shuffle, tested against the bit 1 << (i % 8).
+__m256i fifth_bits(const uint8_t* qh) {
+  uint32_t bits;
+  __builtin_memcpy(&bits, qh, 4);
+  const __m256i bytes = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(bits)),
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit), _mm256_set1_epi8(0x10));
+}
+
+// The 32 codes of a legacy block, unsigned (0..15 or 0..31), in element order.
+template <typename Block>
+__m256i legacy_codes(const Block& x) {
+  const __m128i t = loadu128(x.qs);
+  const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(t, 4), t), _mm256_set1_epi8(0x0F));
+  if constexpr (std::is_same_v<Block, BlockQ4_1>) return q;
+  else return _mm256_or_si256(q, fifth_bits(x.qh));
+}
+
+// Σ q·y of one block in lane 0 (q unsigned: maddubs takes it as it is).
+__m128 unsigned_block_sum(__m256i q, const int8_t* y) {
+  const __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(q, loadu256(y)), _mm256_set1_epi16(1));
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(dot), _mm256_extracti128_si256(dot, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtepi32_ps(s);
+}
+
+// Block after block, one FMA of the block's integer sum by d_w · d_y (and for Q4_1 / Q5_1 one
+// more of m_w by s_y), as q4_0_row.
+template <int NC, typename Block, typename Act>
+void legacy_row(const Block* w, int64_t nb, const Act* const* a, float* out) {
+  __m128 acc[NC];
+  for (int c = 0; c < NC; ++c) acc[c] = _mm_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m256i q = legacy_codes(w[b]);
+    const float dw = h2f(w[b].d);
+    if constexpr (std::is_same_v<Block, BlockQ5_0>) {
+      const __m256i sq = _mm256_sub_epi8(q, _mm256_set1_epi8(16));  // signed codes −16..15
+      const __m256i aq = _mm256_abs_epi8(sq);
+      for (int c = 0; c < NC; ++c) {
+        const Act& yb = a[c][b];
+        acc[c] = _mm_fmadd_ss(q8_block_sum(aq, sq, yb.qs), _mm_set_ss(dw * h2f(yb.d)), acc[c]);
+      }
+    } else {
+      const float mw = h2f(w[b].m);
+      for (int c = 0; c < NC; ++c) {
+        const Act& yb = a[c][b];
+        acc[c] = _mm_fmadd_ss(unsigned_block_sum(q, yb.qs), _mm_set_ss(dw * h2f(yb.d)), acc[c]);
+        acc[c] = _mm_fmadd_ss(_mm_set_ss(mw), _mm_set_ss(h2f(yb.s)), acc[c]);
+      }
+    }
+  }
+  for (int c = 0; c < NC; ++c) out[c] = _mm_cvtss_f32(acc[c]);
+}
+
 // Q8_0 keeps ggml's AVX2 vec_dot order (per-lane FMAs, one horizontal sum at the end): the
 // golden Q8_0 files' first-token logits then equal llama.cpp's bit for bit.
 template <int NC>
@@ -278,6 +338,9 @@ void rows(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, A 
 
 template <int NC> struct Q4_0K { static void run(const BlockQ4_0* w, int64_t n, const BlockQ8_0* const* a, float* o) { q4_0_row<NC>(w, n / kQK, a, o); } };
 template <int NC> struct Q8_0K { static void run(const BlockQ8_0* w, int64_t n, const BlockQ8_0* const* a, float* o) { q8_0_row<NC>(w, n / kQK, a, o); } };
+template <int NC> struct Q5_0K { static void run(const BlockQ5_0* w, int64_t n, const BlockQ8_0* const* a, float* o) { legacy_row<NC>(w, n / kQK, a, o); } };
+template <int NC> struct Q4_1K { static void run(const BlockQ4_1* w, int64_t n, const BlockQ8_1* const* a, float* o) { legacy_row<NC>(w, n / kQK, a, o); } };
+template <int NC> struct Q5_1K { static void run(const BlockQ5_1* w, int64_t n, const BlockQ8_1* const* a, float* o) { legacy_row<NC>(w, n / kQK, a, o); } };
 template <int NC> struct Q4_KK { static void run(const BlockQ4_K* w, int64_t n, const BlockQ8_K* const* a, float* o) { q4_K_row<NC>(w, n / kQK_K, a, o); } };
 template <int NC> struct Q5_KK { static void run(const BlockQ5_K* w, int64_t n, const BlockQ8_K* const* a, float* o) { q4_K_row<NC>(w, n / kQK_K, a, o); } };
 template <int NC> struct Q6_KK { static void run(const BlockQ6_K* w, int64_t n, const BlockQ8_K* const* a, float* o) { q6_K_row<NC>(w, n / kQK_K, a, o); } };
@@ -300,6 +363,18 @@ void rows_q4_0(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r
 void rows_q8_0(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_0* const* a, int nc,
                float* y, int64_t ldy) {
   rows<Q8_0K, BlockQ8_0>(w, stride, n, r0, r1, a, nc, y, ldy);
+}
+void rows_q5_0(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_0* const* a, int nc,
+               float* y, int64_t ldy) {
+  rows<Q5_0K, BlockQ5_0>(w, stride, n, r0, r1, a, nc, y, ldy);
+}
+void rows_q4_1(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_1* const* a, int nc,
+               float* y, int64_t ldy) {
+  rows<Q4_1K, BlockQ4_1>(w, stride, n, r0, r1, a, nc, y, ldy);
+}
+void rows_q5_1(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_1* const* a, int nc,
+               float* y, int64_t ldy) {
+  rows<Q5_1K, BlockQ5_1>(w, stride, n, r0, r1, a, nc, y, ldy);
 }
 void rows_q4_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a,
                int nc, float* y, int64_t ldy) {

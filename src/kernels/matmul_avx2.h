@@ -29,6 +29,13 @@ void rows_q4_0(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r
                float* y, int64_t ldy);
 void rows_q8_0(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_0* const* a, int nc,
                float* y, int64_t ldy);
+// Q5_0 against block_q8_0, Q4_1 / Q5_1 against block_q8_1 (also used on the AVX-512 tiers).
+void rows_q5_0(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_0* const* a, int nc,
+               float* y, int64_t ldy);
+void rows_q4_1(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_1* const* a, int nc,
+               float* y, int64_t ldy);
+void rows_q5_1(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_1* const* a, int nc,
+               float* y, int64_t ldy);
 void rows_q4_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a,
                int nc, float* y, int64_t ldy);
 void rows_q5_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a,

@@ -8,10 +8,12 @@
 
 #include "kernels/amx_tiles.h"
 #include "kernels/amx_weight_pack.h"
+#include "kernels/packed_groups_avx512.h"
 
 // GCC 12 warns about the deliberately undefined upper halves inside its own intrinsics (as in
 // the other AVX-512 kernel files).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace tandem::kernels::amx {
 namespace {
@@ -22,8 +24,6 @@ constexpr int64_t kRows = 16;       // weight rows per group, tokens per A tile
 constexpr int64_t kChunk = 64;      // elements per tile product (two sub-blocks)
 constexpr int64_t kTile = 1024;     // bytes of one tile (16 rows × 64 bytes)
 constexpr int64_t kScales = static_cast<int64_t>(kQ4KScalesOffset);
-constexpr int64_t kMins = static_cast<int64_t>(kQ4KMinsOffset);
-constexpr int64_t kD = static_cast<int64_t>(kQ4KDOffset);
 constexpr int64_t kHigh = static_cast<int64_t>(kQ5KHighOffset);
 
 // Tiles 0-3: int32 results (16 tokens × 16 rows) of token groups 0 and 1, low and high scale
@@ -104,28 +104,15 @@ void group_product(const uint8_t* grp, int64_t nb, const uint8_t* a, int64_t a_s
   alignas(64) int32_t cbuf[2][G * 2 * 256];  // per half: group g's low part at 512 g, high at 512 g + 256
   alignas(64) float accf[G * kRows * 16];
   for (int t = 0; t < ntok; ++t) _mm512_store_ps(accf + 16 * t, _mm512_setzero_ps());
-  // The float step of super-block s, as the vector-unit kernel takes it.
+  // The float step of super-block s: the vector-unit kernel's (vnni::q4_K_apply).
   auto finish = [&](int64_t s) {
-    const uint8_t* sb = grp + s * kSb;
-    __m512i mn[4];
-#pragma GCC unroll 4
-    for (int p = 0; p < 4; ++p)
-      mn[p] = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(sb + kMins + 32 * p)));
-    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sb + kD)));
-    const __m512 dm = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sb + kD + 32)));
+    const vnni::Q4KStep st = vnni::q4_K_step(grp + s * kSb);
     for (int t = 0; t < ntok; ++t) {
       const int32_t* cb = cbuf[s & 1] + 512 * (t / kRows) + 16 * (t % kRows);
       const __m512i isum = _mm512_add_epi32(_mm512_load_si512(cb), _mm512_slli_epi32(_mm512_load_si512(cb + 256), 3));
-      const int32_t* mo = mins + t * mins_stride + s * 4;
-      __m512i ms = _mm512_dpwssd_epi32(_mm512_setzero_si512(), mn[0], _mm512_set1_epi32(mo[0]));
-      ms = _mm512_dpwssd_epi32(ms, mn[1], _mm512_set1_epi32(mo[1]));
-      ms = _mm512_dpwssd_epi32(ms, mn[2], _mm512_set1_epi32(mo[2]));
-      ms = _mm512_dpwssd_epi32(ms, mn[3], _mm512_set1_epi32(mo[3]));
-      const __m512 da = _mm512_set1_ps(acts[t][s].d);
-      __m512 acc = _mm512_load_ps(accf + 16 * t);
-      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, da), acc);
-      acc = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), _mm512_mul_ps(dm, da), acc);
-      _mm512_store_ps(accf + 16 * t, acc);
+      _mm512_store_ps(accf + 16 * t,
+                      vnni::q4_K_apply(st, _mm512_load_ps(accf + 16 * t), isum, mins + t * mins_stride + s * 4,
+                                       acts[t][s].d));
     }
   };
   for (int64_t s = 0; s < nb; ++s) {
@@ -162,30 +149,42 @@ void group_product(const uint8_t* grp, int64_t nb, const uint8_t* a, int64_t a_s
   for (int t = 0; t < ntok; ++t) _mm512_mask_storeu_ps(y + t * ldy, rmask, _mm512_load_ps(accf + 16 * t));
 }
 
-template <bool kFifthBit>
-void gemm(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const uint8_t* tiles,
-          const BlockQ8_K* const* acts, const int32_t* mins, int64_t T, float* y, int64_t ldy, uint8_t* panel) {
-  const int64_t nb = n / kQK_K, nq = n / kChunk, groups = (T + kRows - 1) / kRows;
-  const size_t gbytes = packed_group_bytes(kFifthBit ? GgmlType::Q5_K : GgmlType::Q4_K, n);
+// For each 16-row group of rows [r0, r1) (r0 a multiple of 16): unpack(group) into the panel, then
+// product(group, first row, row mask) over the token groups; the tiles configured around it.
+template <class Unpack, class Product>
+void for_row_groups(const uint8_t* packed, size_t group_bytes, int64_t r0, int64_t r1, Unpack&& unpack,
+                    Product&& product) {
   config_tiles();
   for (int64_t o0 = r0; o0 < r1; o0 += kRows) {
     const int64_t left = r1 - o0;
     const __mmask16 rmask = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
-    const uint8_t* grp = packed + static_cast<size_t>(o0 / kRows) * gbytes;
-    unpack_group<kFifthBit>(grp, nb, panel);
-    for (int64_t g = 0; g < groups; g += 2) {  // token groups in pairs: each weight tile load serves two
-      const int64_t t0 = g * kRows;
-      const int ntok = static_cast<int>(T - t0 < 2 * kRows ? T - t0 : 2 * kRows);
-      const uint8_t* a = tiles + g * nq * kTile;
-      float* yg = y + t0 * ldy + o0;
-      const int32_t* mg = mins + t0 * (n / 64);
-      if (g + 1 < groups)
-        group_product<kFifthBit, 2>(grp, nb, a, nq * kTile, panel, acts + t0, mg, n / 64, yg, ldy, ntok, rmask);
-      else
-        group_product<kFifthBit, 1>(grp, nb, a, 0, panel, acts + t0, mg, n / 64, yg, ldy, ntok, rmask);
-    }
+    const uint8_t* grp = packed + static_cast<size_t>(o0 / kRows) * group_bytes;
+    unpack(grp);
+    product(grp, o0, rmask);
   }
   release_tiles();
+}
+
+template <bool kFifthBit>
+void gemm(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const uint8_t* tiles,
+          const BlockQ8_K* const* acts, const int32_t* mins, int64_t T, float* y, int64_t ldy, uint8_t* panel) {
+  const int64_t nb = n / kQK_K, nq = n / kChunk, groups = (T + kRows - 1) / kRows;
+  for_row_groups(
+      packed, packed_group_bytes(kFifthBit ? GgmlType::Q5_K : GgmlType::Q4_K, n), r0, r1,
+      [&](const uint8_t* grp) { unpack_group<kFifthBit>(grp, nb, panel); },
+      [&](const uint8_t* grp, int64_t o0, __mmask16 rmask) {
+        for (int64_t g = 0; g < groups; g += 2) {  // token groups in pairs: each weight tile load serves two
+          const int64_t t0 = g * kRows;
+          const int ntok = static_cast<int>(T - t0 < 2 * kRows ? T - t0 : 2 * kRows);
+          const uint8_t* a = tiles + g * nq * kTile;
+          float* yg = y + t0 * ldy + o0;
+          const int32_t* mg = mins + t0 * (n / 64);
+          if (g + 1 < groups)
+            group_product<kFifthBit, 2>(grp, nb, a, nq * kTile, panel, acts + t0, mg, n / 64, yg, ldy, ntok, rmask);
+          else
+            group_product<kFifthBit, 1>(grp, nb, a, 0, panel, acts + t0, mg, n / 64, yg, ldy, ntok, rmask);
+        }
+      });
 }
 
 // ---- Q6_K ----
@@ -301,20 +300,15 @@ void q6_group_product(const uint8_t* grp, int64_t nb, const uint8_t* a, const ui
 void gemm_q6_K(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const uint8_t* tiles,
                const BlockQ8_K* const* acts, int64_t T, float* y, int64_t ldy, uint8_t* panel) {
   const int64_t nb = n / kQK_K, nq = n / kChunk, groups = (T + kRows - 1) / kRows;
-  const size_t gbytes = packed_group_bytes(GgmlType::Q6_K, n);
-  config_tiles();
-  for (int64_t o0 = r0; o0 < r1; o0 += kRows) {
-    const int64_t left = r1 - o0;
-    const __mmask16 rmask = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
-    const uint8_t* grp = packed + static_cast<size_t>(o0 / kRows) * gbytes;
-    q6_unpack_group(grp, nb, panel);
-    for (int64_t g = 0; g < groups; ++g) {
-      const int ntok = static_cast<int>(T - g * kRows < kRows ? T - g * kRows : kRows);
-      q6_group_product(grp, nb, tiles + g * nq * kTile, panel, acts + g * kRows, y + g * kRows * ldy + o0, ldy, ntok,
-                       rmask);
-    }
-  }
-  release_tiles();
+  for_row_groups(
+      packed, packed_group_bytes(GgmlType::Q6_K, n), r0, r1, [&](const uint8_t* grp) { q6_unpack_group(grp, nb, panel); },
+      [&](const uint8_t* grp, int64_t o0, __mmask16 rmask) {
+        for (int64_t g = 0; g < groups; ++g) {
+          const int ntok = static_cast<int>(T - g * kRows < kRows ? T - g * kRows : kRows);
+          q6_group_product(grp, nb, tiles + g * nq * kTile, panel, acts + g * kRows, y + g * kRows * ldy + o0, ldy,
+                           ntok, rmask);
+        }
+      });
 }
 
 }  // namespace

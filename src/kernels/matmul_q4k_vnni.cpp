@@ -16,8 +16,6 @@ namespace {
 using avx512::dpbusd_bcast;
 
 constexpr int64_t kScales = static_cast<int64_t>(amx::kQ4KScalesOffset);
-constexpr int64_t kMins = static_cast<int64_t>(amx::kQ4KMinsOffset);
-constexpr int64_t kD = static_cast<int64_t>(amx::kQ4KDOffset);
 constexpr int64_t kHigh = static_cast<int64_t>(amx::kQ5KHighOffset);
 
 // NC tokens × one 16-row group. With one or two tokens each sub-block's eight VPDPBUSD run as
@@ -89,26 +87,23 @@ void q4_K_group(const uint8_t* grp, int64_t nb, const BlockQ8_K* const* a, const
         isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(l, sl), _mm512_mullo_epi32(h, sh)));
       }
     }
-    __m512i mn[4];
+    const Q4KStep st = q4_K_step(sb);
 #pragma GCC unroll 4
-    for (int p = 0; p < 4; ++p)
-      mn[p] = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(sb + kMins + 32 * p)));
-    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sb + kD)));
-    const __m512 dm = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sb + kD + 32)));
-#pragma GCC unroll 4
-    for (int t = 0; t < NC; ++t) {
-      const int32_t* mo = mins + (t * nb + s) * 4;
-      __m512i ms = _mm512_dpwssd_epi32(_mm512_setzero_si512(), mn[0], _mm512_set1_epi32(mo[0]));
-      ms = _mm512_dpwssd_epi32(ms, mn[1], _mm512_set1_epi32(mo[1]));
-      ms = _mm512_dpwssd_epi32(ms, mn[2], _mm512_set1_epi32(mo[2]));
-      ms = _mm512_dpwssd_epi32(ms, mn[3], _mm512_set1_epi32(mo[3]));
-      const __m512 da = _mm512_set1_ps(a[t][s].d);
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(dw, da), acc[t]);
-      acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), _mm512_mul_ps(dm, da), acc[t]);
-    }
+    for (int t = 0; t < NC; ++t) acc[t] = q4_K_apply(st, acc[t], isum[t], mins + (t * nb + s) * 4, a[t][s].d);
   }
 #pragma GCC unroll 4
   for (int t = 0; t < NC; ++t) _mm512_mask_storeu_ps(y + t * ldy, rmask, acc[t]);
+}
+
+template <bool kFifthBit>
+void gemm_packed(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* acts,
+                 const int32_t* mins, int64_t T, float* y, int64_t ldy) {
+  const int64_t nb = n / kQK_K;
+  for_packed_groups<kQ4KMaxCols>(
+      packed, amx::packed_group_bytes(kFifthBit ? GgmlType::Q5_K : GgmlType::Q4_K, n), r0, r1, T, y, ldy,
+      [&](auto nc, const uint8_t* grp, int64_t c0, float* yc, __mmask16 rmask) {
+        q4_K_group<decltype(nc)::value, kFifthBit>(grp, nb, acts + c0, mins + c0 * nb * 4, yc, ldy, rmask);
+      });
 }
 
 }  // namespace
@@ -124,22 +119,12 @@ void q4_K_min_operands(const BlockQ8_K* a, int64_t n, int32_t* out) {
 
 void gemm_packed_q4_K(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* acts,
                       const int32_t* mins, int64_t T, float* y, int64_t ldy) {
-  const int64_t nb = n / kQK_K;
-  for_packed_groups<kQ4KMaxCols>(
-      packed, amx::packed_group_bytes(GgmlType::Q4_K, n), r0, r1, T, y, ldy,
-      [&](auto nc, const uint8_t* grp, int64_t c0, float* yc, __mmask16 rmask) {
-        q4_K_group<decltype(nc)::value, false>(grp, nb, acts + c0, mins + c0 * nb * 4, yc, ldy, rmask);
-      });
+  gemm_packed<false>(packed, n, r0, r1, acts, mins, T, y, ldy);
 }
 
 void gemm_packed_q5_K(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* acts,
                       const int32_t* mins, int64_t T, float* y, int64_t ldy) {
-  const int64_t nb = n / kQK_K;
-  for_packed_groups<kQ4KMaxCols>(
-      packed, amx::packed_group_bytes(GgmlType::Q5_K, n), r0, r1, T, y, ldy,
-      [&](auto nc, const uint8_t* grp, int64_t c0, float* yc, __mmask16 rmask) {
-        q4_K_group<decltype(nc)::value, true>(grp, nb, acts + c0, mins + c0 * nb * 4, yc, ldy, rmask);
-      });
+  gemm_packed<true>(packed, n, r0, r1, acts, mins, T, y, ldy);
 }
 
 }  // namespace tandem::kernels::vnni

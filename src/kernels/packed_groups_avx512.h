@@ -1,5 +1,5 @@
 // The loop every packed K-quant kernel on the vector units runs (matmul_q4k_vnni.cpp,
-// matmul_q6k_vnni.cpp): rows [r0, r1) of a matrix packed in 16-row groups, T tokens. Row
+// matmul_q6k_vnni.cpp), and the Q4_K super-block's float step (also the tile kernel's): rows [r0, r1) of a matrix packed in 16-row groups, T tokens. Row
 // groups outer, tokens inner in chunks of at most MaxCols: a group stays in L1 while every
 // chunk of tokens reuses it, and a chunk's accumulators stay in registers.
 //
@@ -12,7 +12,38 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/amx_weight_pack.h"
+
 namespace tandem::kernels::vnni {
+
+// The float step of one packed Q4_K / Q5_K super-block (amx_weight_pack.h's layout at sb), shared
+// by the vector-unit kernel (matmul_q4k_vnni.cpp) and the tile kernel (matmul_kquant_amx.cpp) so
+// that both take the same operations in the same order: per token,
+//   acc += isum × (d_w · d_a) − (Σ_j m_j · bsum_j) × (dmin_w · d_a),
+// the mins sum in int32 (one VPDPWSSD per pair of sub-blocks, mo: the token's four operands).
+struct Q4KStep {
+  __m512i mn[4];
+  __m512 dw, dm;
+};
+static inline Q4KStep q4_K_step(const uint8_t* sb) {
+  Q4KStep st;
+#pragma GCC unroll 4
+  for (int p = 0; p < 4; ++p)
+    st.mn[p] = _mm512_cvtepu8_epi16(
+        _mm256_load_si256(reinterpret_cast<const __m256i*>(sb + amx::kQ4KMinsOffset + 32 * p)));
+  st.dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sb + amx::kQ4KDOffset)));
+  st.dm = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sb + amx::kQ4KDOffset + 32)));
+  return st;
+}
+static inline __m512 q4_K_apply(const Q4KStep& st, __m512 acc, __m512i isum, const int32_t* mo, float d) {
+  __m512i ms = _mm512_dpwssd_epi32(_mm512_setzero_si512(), st.mn[0], _mm512_set1_epi32(mo[0]));
+  ms = _mm512_dpwssd_epi32(ms, st.mn[1], _mm512_set1_epi32(mo[1]));
+  ms = _mm512_dpwssd_epi32(ms, st.mn[2], _mm512_set1_epi32(mo[2]));
+  ms = _mm512_dpwssd_epi32(ms, st.mn[3], _mm512_set1_epi32(mo[3]));
+  const __m512 da = _mm512_set1_ps(d);
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(st.dw, da), acc);
+  return _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), _mm512_mul_ps(st.dm, da), acc);
+}
 
 // Calls kernel(std::integral_constant<int, NC>{}, group, c0, output, row mask) for each group
 // and each chunk of NC <= MaxCols tokens starting at token c0 (output: y + c0 · ldy + the

@@ -225,61 +225,30 @@ const A* const* column_rows(const Prepared& p, int64_t c0, int nc, const A** out
   return out;
 }
 
+// One AVX2 row kernel over weight rows [0, nr) for columns [c0, c0 + nc): the columns' activation
+// rows, as blocks of A (the weight type's vec_dot layout), then the kernel.
+template <typename A>
+void avx2_rows(void (*kernel)(const uint8_t*, size_t, int64_t, int64_t, int64_t, const A* const*, int, float*, int64_t),
+               const Prepared& p, const WeightMatrix& W, const uint8_t* w, int64_t nr, int64_t c0, int nc, float* y,
+               int64_t ldy) {
+  const A* a[kCols];
+  kernel(w, W.row_stride, p.n, 0, nr, column_rows(p, c0, nc, a), nc, y, ldy);
+}
+
 // Weight rows [0, nr) from w (row 0 of the task) for columns [c0, c0 + nc), nc <= 8, on AVX2.
 void run_rows_avx2(const Prepared& p, const WeightMatrix& W, const uint8_t* w, int64_t nr, int64_t c0, int nc,
                    float* y, int64_t ldy) {
-  const int64_t n = p.n;
   switch (W.type) {
-    case GgmlType::Q4_0: {
-      const BlockQ8_0* a[kCols];
-      avx2::rows_q4_0(w, W.row_stride, n, 0, nr, column_rows(p, c0, nc, a), nc, y, ldy);
-      break;
-    }
-    case GgmlType::Q8_0: {
-      const BlockQ8_0* a[kCols];
-      avx2::rows_q8_0(w, W.row_stride, n, 0, nr, column_rows(p, c0, nc, a), nc, y, ldy);
-      break;
-    }
-    case GgmlType::Q5_0: {
-      const BlockQ8_0* a[kCols];
-      avx2::rows_q5_0(w, W.row_stride, n, 0, nr, column_rows(p, c0, nc, a), nc, y, ldy);
-      break;
-    }
-    case GgmlType::Q4_1: {
-      const BlockQ8_1* a[kCols];
-      avx2::rows_q4_1(w, W.row_stride, n, 0, nr, column_rows(p, c0, nc, a), nc, y, ldy);
-      break;
-    }
-    case GgmlType::Q5_1: {
-      const BlockQ8_1* a[kCols];
-      avx2::rows_q5_1(w, W.row_stride, n, 0, nr, column_rows(p, c0, nc, a), nc, y, ldy);
-      break;
-    }
-    case GgmlType::Q4_K: {
-      const BlockQ8_K* a[kCols];
-      avx2::rows_q4_K(w, W.row_stride, n, 0, nr, column_rows(p, c0, nc, a), nc, y, ldy);
-      break;
-    }
-    case GgmlType::Q5_K: {
-      const BlockQ8_K* a[kCols];
-      avx2::rows_q5_K(w, W.row_stride, n, 0, nr, column_rows(p, c0, nc, a), nc, y, ldy);
-      break;
-    }
-    case GgmlType::Q6_K: {
-      const BlockQ8_K* a[kCols];
-      avx2::rows_q6_K(w, W.row_stride, n, 0, nr, column_rows(p, c0, nc, a), nc, y, ldy);
-      break;
-    }
-    case GgmlType::F32: {
-      const float* a[kCols];
-      avx2::rows_f32(w, W.row_stride, n, 0, nr, column_rows(p, c0, nc, a), nc, y, ldy);
-      break;
-    }
-    default: {  // F16
-      const uint16_t* a[kCols];
-      avx2::rows_f16(w, W.row_stride, n, 0, nr, column_rows(p, c0, nc, a), nc, y, ldy);
-      break;
-    }
+    case GgmlType::Q4_0: return avx2_rows(avx2::rows_q4_0, p, W, w, nr, c0, nc, y, ldy);
+    case GgmlType::Q8_0: return avx2_rows(avx2::rows_q8_0, p, W, w, nr, c0, nc, y, ldy);
+    case GgmlType::Q5_0: return avx2_rows(avx2::rows_q5_0, p, W, w, nr, c0, nc, y, ldy);
+    case GgmlType::Q4_1: return avx2_rows(avx2::rows_q4_1, p, W, w, nr, c0, nc, y, ldy);
+    case GgmlType::Q5_1: return avx2_rows(avx2::rows_q5_1, p, W, w, nr, c0, nc, y, ldy);
+    case GgmlType::Q4_K: return avx2_rows(avx2::rows_q4_K, p, W, w, nr, c0, nc, y, ldy);
+    case GgmlType::Q5_K: return avx2_rows(avx2::rows_q5_K, p, W, w, nr, c0, nc, y, ldy);
+    case GgmlType::Q6_K: return avx2_rows(avx2::rows_q6_K, p, W, w, nr, c0, nc, y, ldy);
+    case GgmlType::F32: return avx2_rows(avx2::rows_f32, p, W, w, nr, c0, nc, y, ldy);
+    default: return avx2_rows(avx2::rows_f16, p, W, w, nr, c0, nc, y, ldy);  // F16
   }
 }
 

@@ -26,32 +26,47 @@ bool have_numpy() {
   return std::system(cmd.c_str()) == 0;
 }
 
+std::vector<int32_t> random_tokens(int64_t n, int64_t n_vocab, std::mt19937& rng) {
+  std::uniform_int_distribution<int32_t> dist(0, static_cast<int32_t>(n_vocab - 1));
+  std::vector<int32_t> toks(static_cast<size_t>(n));
+  for (auto& t : toks) t = dist(rng);
+  return toks;
+}
+
+// Runs tests/reference/qwen35_ref.py on the model for these tokens (its files, named after `name`,
+// in the build tree's test-tmp) and returns the floats it wrote through `out_flag` (--out: the
+// logits, --mtp-out: the MTP head's); empty, with a test failure, if the run fails.
+std::vector<float> reference_output(const std::string& model_path, const std::vector<int32_t>& toks,
+                                    const std::string& name, const std::string& out_flag) {
+  const fs::path dir = fs::path(TANDEM_BINARY_DIR) / "test-tmp";
+  fs::create_directories(dir);
+  const fs::path tok_file = dir / (name + "_tokens.json"), out_file = dir / (name + ".f32");
+  {
+    std::ofstream f(tok_file);
+    f << "[";
+    for (size_t i = 0; i < toks.size(); ++i) f << (i ? "," : "") << toks[i];
+    f << "]";
+  }
+  const std::string cmd = std::string(TANDEM_PYTHON) + " " + TANDEM_SOURCE_DIR + "/tests/reference/qwen35_ref.py " +
+                          model_path + " --tokens-file " + tok_file.string() + " " + out_flag + " " + out_file.string();
+  if (std::system(cmd.c_str()) != 0) {
+    ADD_FAILURE() << "reference run failed: " << cmd;
+    return {};
+  }
+  std::vector<float> ref(fs::file_size(out_file) / sizeof(float));
+  std::ifstream(out_file, std::ios::binary).read(reinterpret_cast<char*>(ref.data()),
+                                                 static_cast<std::streamsize>(ref.size() * sizeof(float)));
+  return ref;
+}
+
 TEST(ReferenceLogits, TinyF32MatchesFloat64Reference) {
   if (!have_numpy()) GTEST_SKIP() << TANDEM_PYTHON << " with numpy not found: reference comparison NOT run";
   const std::string model_path = ensure_tiny_model("F32");
   auto model = Qwen35Model::load(model_path);
-  const fs::path dir = fs::path(TANDEM_BINARY_DIR) / "test-tmp";
-  fs::create_directories(dir);
   std::mt19937 rng(2026);
   for (int64_t n : {150, 203, 257}) {
-    std::uniform_int_distribution<int32_t> dist(0, static_cast<int32_t>(model->hparams().n_vocab - 1));
-    std::vector<int32_t> toks(static_cast<size_t>(n));
-    for (auto& t : toks) t = dist(rng);
-    const fs::path tok_file = dir / ("ref_tokens_" + std::to_string(n) + ".json");
-    const fs::path out_file = dir / ("ref_logits_" + std::to_string(n) + ".f32");
-    {
-      std::ofstream f(tok_file);
-      f << "[";
-      for (size_t i = 0; i < toks.size(); ++i) f << (i ? "," : "") << toks[i];
-      f << "]";
-    }
-    const std::string cmd = std::string(TANDEM_PYTHON) + " " + TANDEM_SOURCE_DIR +
-                            "/tests/reference/qwen35_ref.py " + model_path + " --tokens-file " + tok_file.string() +
-                            " --out " + out_file.string();
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-    std::vector<float> ref(fs::file_size(out_file) / sizeof(float));
-    std::ifstream(out_file, std::ios::binary).read(reinterpret_cast<char*>(ref.data()),
-                                                   static_cast<std::streamsize>(ref.size() * sizeof(float)));
+    const auto toks = random_tokens(n, model->hparams().n_vocab, rng);
+    const auto ref = reference_output(model_path, toks, "ref_logits_" + std::to_string(n), "--out");
     ASSERT_EQ(static_cast<int64_t>(ref.size()), n * model->hparams().n_vocab);
 
     auto seq = model->new_sequence(n);
@@ -78,27 +93,11 @@ TEST(ReferenceLogits, TinyQ4KMExactActivationsMatchFloat64Reference) {
   const std::string model_path = ensure_tiny_model("Q4_K_M");
   auto model = Qwen35Model::load(model_path);
   model->set_activation_mode(kernels::ActivationMode::Exact);
-  const fs::path dir = fs::path(TANDEM_BINARY_DIR) / "test-tmp";
-  fs::create_directories(dir);
   const int64_t n = 173;
   std::mt19937 rng(4242);
-  std::uniform_int_distribution<int32_t> dist(0, static_cast<int32_t>(model->hparams().n_vocab - 1));
-  std::vector<int32_t> toks(static_cast<size_t>(n));
-  for (auto& t : toks) t = dist(rng);
-  const fs::path tok_file = dir / "exact_q4km_tokens.json", out_file = dir / "exact_q4km_logits.f32";
-  {
-    std::ofstream f(tok_file);
-    f << "[";
-    for (size_t i = 0; i < toks.size(); ++i) f << (i ? "," : "") << toks[i];
-    f << "]";
-  }
-  const std::string cmd = std::string(TANDEM_PYTHON) + " " + TANDEM_SOURCE_DIR + "/tests/reference/qwen35_ref.py " +
-                          model_path + " --tokens-file " + tok_file.string() + " --out " + out_file.string();
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  std::vector<float> ref(static_cast<size_t>(n * model->hparams().n_vocab));
-  ASSERT_EQ(fs::file_size(out_file), ref.size() * sizeof(float));
-  std::ifstream(out_file, std::ios::binary).read(reinterpret_cast<char*>(ref.data()),
-                                                 static_cast<std::streamsize>(ref.size() * sizeof(float)));
+  const auto toks = random_tokens(n, model->hparams().n_vocab, rng);
+  const auto ref = reference_output(model_path, toks, "exact_q4km_logits", "--out");
+  ASSERT_EQ(static_cast<int64_t>(ref.size()), n * model->hparams().n_vocab);
   auto seq = model->new_sequence(n);
   ForwardOptions opt;
   opt.logits = LogitsMode::All;
@@ -129,24 +128,9 @@ TEST(ReferenceLogits, TinyF32MtpHeadMatchesFloat64Reference) {
   ASSERT_TRUE(model->has_mtp());
   const int64_t n = 150, n_embd = model->hparams().n_embd, n_vocab = model->hparams().n_vocab;
   std::mt19937 rng(77);
-  std::uniform_int_distribution<int32_t> dist(0, static_cast<int32_t>(n_vocab - 1));
-  std::vector<int32_t> toks(static_cast<size_t>(n));
-  for (auto& t : toks) t = dist(rng);
-  const fs::path dir = fs::path(TANDEM_BINARY_DIR) / "test-tmp";
-  fs::create_directories(dir);
-  const fs::path tok_file = dir / "mtp_tokens.json", out_file = dir / "mtp_logits.f32";
-  {
-    std::ofstream f(tok_file);
-    f << "[";
-    for (size_t i = 0; i < toks.size(); ++i) f << (i ? "," : "") << toks[i];
-    f << "]";
-  }
-  const std::string cmd = std::string(TANDEM_PYTHON) + " " + TANDEM_SOURCE_DIR + "/tests/reference/qwen35_ref.py " +
-                          model_path + " --tokens-file " + tok_file.string() + " --mtp-out " + out_file.string();
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  std::vector<float> ref(static_cast<size_t>(n * n_vocab));
-  std::ifstream(out_file, std::ios::binary).read(reinterpret_cast<char*>(ref.data()),
-                                                 static_cast<std::streamsize>(ref.size() * sizeof(float)));
+  const auto toks = random_tokens(n, n_vocab, rng);
+  const auto ref = reference_output(model_path, toks, "mtp_logits", "--mtp-out");
+  ASSERT_EQ(static_cast<int64_t>(ref.size()), n * n_vocab);
 
   auto seq = model->new_sequence(n);
   ForwardOptions opt;

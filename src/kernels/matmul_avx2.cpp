@@ -188,12 +188,17 @@ void q4_K_row(const Block* w, int64_t nb, const BlockQ8_K* const* a, float* out)
     for (int j = 0; j < 8; ++j) k4_scale_min(j, b.scales, &sc[j], &mn[j]);
     // Sub-block k (elements 32k .. 32k+31): low nibbles of qs[32j..] for k = 2j, high for 2j+1.
     __m256i q[8], s[8];
+    // Q5_K: the block's fifth bits, read once for its four chunks.
+    [[maybe_unused]] const __m256i H = [&] {
+      if constexpr (kFifthBit) return loadu256(b.qh);
+      else return _mm256_setzero_si256();
+    }();
+    [[maybe_unused]] const __m256i one = _mm256_set1_epi8(1);
     for (int j = 0; j < 4; ++j) {
       const __m256i v = loadu256(b.qs + 32 * j);
       q[2 * j] = _mm256_and_si256(v, m4);
       q[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
       if constexpr (kFifthBit) {
-        const __m256i H = loadu256(b.qh), one = _mm256_set1_epi8(1);
         q[2 * j] = _mm256_or_si256(
             q[2 * j], _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(H, _mm_cvtsi32_si128(2 * j)), one), 4));
         q[2 * j + 1] = _mm256_or_si256(

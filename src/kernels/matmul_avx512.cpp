@@ -181,13 +181,17 @@ void q4_K_row(const Block* w, int64_t nb, const BlockQ8_K* const* a, float* out)
     const __m128i sm = _mm_loadu_si128(reinterpret_cast<const __m128i*>(u));
     const __m512i sm16 = _mm512_cvtepu8_epi16(_mm256_castsi128_si256(sm));  // lanes 0-7 scales, 8-15 mins
     __m512i q[4], s[4];
+    // Q5_K: the block's fifth bits, read once for its four chunks.
+    [[maybe_unused]] const __m256i H = [&] {
+      if constexpr (kFifthBit) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
+      else return _mm256_setzero_si256();
+    }();
+    [[maybe_unused]] const __m256i one = _mm256_set1_epi8(1);
     for (int c4 = 0; c4 < 4; ++c4) {
       const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * c4));
       q[c4] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(y, m4)),
                                  _mm256_and_si256(_mm256_srli_epi16(y, 4), m4), 1);
       if constexpr (kFifthBit) {
-        const __m256i H = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
-        const __m256i one = _mm256_set1_epi8(1);
         const __m256i lo = _mm256_and_si256(_mm256_srl_epi16(H, _mm_cvtsi32_si128(2 * c4)), one);
         const __m256i hi = _mm256_and_si256(_mm256_srl_epi16(H, _mm_cvtsi32_si128(2 * c4 + 1)), one);
         q[c4] = _mm512_or_si512(q[c4], _mm512_slli_epi16(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), 4));

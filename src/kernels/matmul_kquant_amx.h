@@ -23,7 +23,9 @@
 //    row r = the 64 Q8_K codes of token 16g + r for elements 64q .. 64q + 63 (rows past T zero);
 //  * a per-thread panel (kquant_panel_bytes): one 16-row weight group unpacked, per chunk the
 //    two weight tiles (16 quads × 16 rows × 4 bytes; quads 0-7 the chunk's first sub-block, 8-15
-//    its second), each code (0..15, or 0..31 with Q5_K's fifth bit) times its scale part.
+//    its second), each code (0..15, or 0..31 with Q5_K's fifth bit) times its scale part; for
+//    Q6_K three tiles per chunk (quads 4·(j mod 4) + m of its four sub-blocks j), each signed
+//    value (code − 32) times one scale digit.
 //
 // Compiled with the AMX and AVX-512 flags; only callable on the Amx tier.
 #pragma once

@@ -4,6 +4,9 @@
 //  * Recurrent/<impl>: the per-token path over the same batch;
 // impl = fast (the body the best CPU tier dispatches to) or ref (the scalar
 // reference). Counters: tok/s (tokens of the whole layer per second).
+//  * Recurrent_steps/<T>: T = 1 (a decode step) and 4 (a 1+3 verification pass) tokens
+//    per call, the starting state read from another buffer as a verification pass does;
+//    time per call.
 // The ratio is Recurrent/fast time over Chunked/fast time (target >= 3).
 // Run: tandem_bench_delta_rule --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
@@ -106,6 +109,24 @@ void BM_Recurrent_ref(benchmark::State& st) {
   run(st, [&](Layer& L) { delta_rule_recurrent_ref(L.in, L.state.data()); });
 }
 
+// A decode step or a verification pass: T tokens from the layer's first, one call.
+void BM_Recurrent_steps(benchmark::State& st) {
+  Layer& L = layer();
+  const CpuTier saved = active_cpu_tier();
+  set_cpu_tier(cpu_features().best_tier());
+  DeltaRuleInput in = L.in;
+  in.T = st.range(0);
+  in.state_in = L.state0.data();
+  for (auto _ : st) {
+    delta_rule_recurrent(in, L.state.data());
+    benchmark::DoNotOptimize(L.out.data());
+    benchmark::ClobberMemory();
+  }
+  set_cpu_tier(saved);
+  st.SetLabel(cpu_tier_name(cpu_features().best_tier()));
+}
+
+BENCHMARK(BM_Recurrent_steps)->Name("Recurrent_steps")->Arg(1)->Arg(4)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Chunked_fast)->Name("Chunked/fast")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Recurrent_fast)->Name("Recurrent/fast")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Chunked_ref)->Name("Chunked/ref")->Unit(benchmark::kMillisecond);

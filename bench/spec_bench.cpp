@@ -92,6 +92,9 @@ const char* kDisclaimer =
 int main(int argc, char** argv) {
   std::string model_path, json_path, modes = "1234";
   int threads = 2, prompt_len = 512, reps = 5, decode = 48, K = 3;
+  // --profile decode|verify N: mode 2 runs only that pass, N times (for perf record), no table.
+  std::string profile_pass;
+  int profile_count = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -109,12 +112,22 @@ int main(int argc, char** argv) {
     else if (a == "--k") K = std::atoi(next().c_str());
     else if (a == "--json") json_path = next();
     else if (a == "--modes") modes = next();
-    else {
+    else if (a == "--profile") {
+      profile_pass = next();
+      profile_count = std::atoi(next().c_str());
+    } else {
       std::fprintf(stderr,
                    "usage: tandem_bench_spec -m MODEL.gguf [--threads 2] [--prompt 512] [--reps 5] [--decode 48] "
-                   "[--k 3] [--modes 1234] [--json FILE]\n");
+                   "[--k 3] [--modes 1234] [--json FILE] [--profile decode|verify N]\n");
       return 2;
     }
+  }
+  if (!profile_pass.empty()) {
+    if ((profile_pass != "decode" && profile_pass != "verify") || profile_count < 1) {
+      std::fprintf(stderr, "tandem_bench_spec: --profile takes decode or verify and a pass count >= 1\n");
+      return 2;
+    }
+    modes = "2";
   }
   if (model_path.empty() || threads < 1 || prompt_len < K + 2 || reps < 1 || decode < 2 || K < 1) {
     std::fprintf(stderr, "tandem_bench_spec: -m MODEL.gguf required (and sane --prompt/--reps/--decode/--k)\n");
@@ -265,6 +278,14 @@ int main(int argc, char** argv) {
         };
       };
       for (Kind k : {Decode, Replay, Copy, PerColumn}) run(k)();  // warm every output's buffers
+      if (profile_count > 0) {
+        const Kind kind = profile_pass == "decode" ? Decode : Replay;
+        double ms = 0;
+        for (int i = 0; i < profile_count; ++i) ms += run(kind)();
+        std::printf("\n%s pass: %d x %d passes, mean %.2f ms\n", profile_pass.c_str(), profile_count, kInner,
+                    ms / profile_count);
+        return 0;
+      }
       const auto t = side_by_side(reps * 3, {run(Decode), run(Replay), run(Copy), run(PerColumn), rollback(Replay),
                                              rollback(Copy), on_tiles(Decode), on_tiles(Replay)});
       std::printf("\n2. verification of 1+%d tokens vs a 1-token decode step (after %d tokens; median of %d)\n", K,

@@ -246,6 +246,37 @@ TEST(DeltaRule, RecurrentSnapshotsAreThePerTokenStates) {
   }
 }
 
+// A verification pass runs its tokens in one call; a decode step runs one token per call. The
+// speculator's exactness rests on the two giving the same bits: outputs and final state of a
+// batch (longer than the kernel's 64-token block too) equal token-by-token calls exactly.
+TEST(DeltaRule, RecurrentBatchEqualsTokenByTokenBitForBit) {
+  TierGuard guard;
+  for (const Shape& sh : kShapes)
+    for (int64_t T : {2, 4, 5, 67}) {
+      Case c = make_case(sh.H_k, sh.H_v, sh.d, T, 77u + static_cast<uint32_t>(sh.d * T));
+      const int64_t ld = static_cast<int64_t>(c.H_v) * c.d;
+      for (CpuTier tier : available_tiers()) {
+        set_cpu_tier(tier);
+        SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << sh.d << ", T=" << T);
+        std::vector<float> out_batch(T * ld), S_batch = c.state0;
+        delta_rule_recurrent(input_of(c, out_batch.data()), S_batch.data());
+        std::vector<float> out_steps(T * ld, -5.0f), S_steps = c.state0;
+        for (int64_t t = 0; t < T; ++t) {
+          DeltaRuleInput in = input_of(c, out_steps.data() + t * ld);
+          in.T = 1;
+          in.q += t * in.ldqk;
+          in.k += t * in.ldqk;
+          in.v += t * in.ldv;
+          in.g += t * c.H_v;
+          in.beta += t * c.H_v;
+          delta_rule_recurrent(in, S_steps.data());
+        }
+        EXPECT_EQ(S_batch, S_steps);
+        EXPECT_EQ(out_batch, out_steps);
+      }
+    }
+}
+
 // Reading the starting state from elsewhere (state_in) gives the in-place result bit for bit,
 // whatever the destination held, with snapshots, and for batches longer than the kernel's
 // block of tokens (70 > 64); the source is left as it was.

@@ -7,7 +7,7 @@
 //    time(4)/time(1) is the ratio. _packed: the load-time 16-row copy as the model
 //    multiplies it (Q4_K / Q6_K: the 16-row interleaves of matmul_q4k_vnni.h /
 //    matmul_q6k_vnni.h, against the ggml-row kernels in Gemv_Q4_K / Gemv_Q6_K); _tiles: the
-//    same on the AMX tiles for every T; _ffn: a 2 MiB matrix in cache (_scalar: on the
+//    same on the AMX tiles for every T; _ffn: a 2-3 MiB matrix in cache (_scalar: on the
 //    scalar reference tier);
 //  * Attention_rows/<rows>: one KV head's attention for a decode step (4 rows) and for a 1+3
 //    verification (16 rows).
@@ -173,6 +173,8 @@ void Gemv_Q4_1_ffn(benchmark::State& s) { run_columns(s, GgmlType::Q4_1, 1024, f
 void Gemv_Q4_1_ffn_scalar(benchmark::State& s) { run_on_scalar_tier(s, GgmlType::Q4_1, 3584 * 640); }
 void Gemv_Q6_K(benchmark::State& s) { run_columns(s, GgmlType::Q6_K, 2560); }
 void Gemv_Q6_K_packed(benchmark::State& s) { run_columns(s, GgmlType::Q6_K, 2560, true); }
+// The head's arithmetic alone: a 3 MB slice of a 1024-wide Q6_K head (the 0.8B head's rows), in cache.
+void Gemv_Q6_K_ffn_packed(benchmark::State& s) { run_columns(s, GgmlType::Q6_K, 1024, true, false, 3584 * 840); }
 BENCHMARK(Gemv_Q4_0)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(Gemv_Q8_0)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(Gemv_Q4_0_packed)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
@@ -192,6 +194,7 @@ BENCHMARK(Gemv_Q4_1_ffn)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMicros
 BENCHMARK(Gemv_Q4_1_ffn_scalar)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(Gemv_Q6_K)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(Gemv_Q6_K_packed)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(Gemv_Q6_K_ffn_packed)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 
 // Attention of the query rows that share one KV head (one task of a full-attention layer, on
 // one thread), 0.8B shape: head_dim 256, 4 heads per KV head, 512 cached positions. 4 rows are

@@ -77,14 +77,16 @@ void q4_K_group(const uint8_t* grp, int64_t nb, const BlockQ8_K* const* a, const
           dpbusd_bcast(hi[t][i % kChains], wh, q + 8 + i);
         }
       }
-      const __m512i sl = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sb + kScales + 32 * c)));
-      const __m512i sh =
-          _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sb + kScales + 32 * c + 16)));
+      const __m512i sl = scale_pairs(
+          _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sb + kScales + 32 * c))));
+      const __m512i sh = scale_pairs(
+          _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sb + kScales + 32 * c + 16))));
 #pragma GCC unroll 4
       for (int t = 0; t < NC; ++t) {
+        // The two sub-blocks' sums (|sum| <= 32 · 31 · 128 < 2^17) times their scales (0 .. 63).
         const __m512i l = kChains == 2 ? _mm512_add_epi32(lo[t][0], lo[t][kChains - 1]) : lo[t][0];
         const __m512i h = kChains == 2 ? _mm512_add_epi32(hi[t][0], hi[t][kChains - 1]) : hi[t][0];
-        isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(l, sl), _mm512_mullo_epi32(h, sh)));
+        isum[t] = add_scaled(add_scaled(isum[t], l, sl), h, sh);
       }
     }
     const Q4KStep st = q4_K_step(sb);

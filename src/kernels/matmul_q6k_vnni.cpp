@@ -63,7 +63,8 @@ void q6_K_group(const uint8_t* grp, int64_t nb, const BlockQ8_K* const* a, const
       const __m512i c1 = code(_mm512_srli_epi16(A, 4), _mm512_slli_epi16(C, 2), m4, m30);
       const __m512i c2 = code(B, C, m4, m30);
       const __m512i c3 = code(_mm512_srli_epi16(B, 4), _mm512_srli_epi16(C, 2), m4, m30);
-      const __m512i scale = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sb + kScales + 16 * j)));
+      const __m512i scale =
+          scale_pairs(_mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sb + kScales + 16 * j))));
 #pragma GCC unroll 4
       for (int t = 0; t < NC; ++t) {
         const auto* q = reinterpret_cast<const int32_t*>(a[t][s].qs) + 4 * j;
@@ -72,7 +73,7 @@ void q6_K_group(const uint8_t* grp, int64_t nb, const BlockQ8_K* const* a, const
         dpbusd_bcast(dot, c1, q + 1);
         dpbusd_bcast(dot, c2, q + 2);
         dpbusd_bcast(dot, c3, q + 3);
-        isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot, scale));
+        isum[t] = add_scaled(isum[t], dot, scale);  // + dot · scale (packed_groups_avx512.h)
       }
     }
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dsec + 16 * s)));

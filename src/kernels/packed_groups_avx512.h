@@ -16,6 +16,22 @@
 
 namespace tandem::kernels::vnni {
 
+// isum + dot · s per 32-bit lane, exactly, without VPMULLD: VPMULLD issues at a quarter of the
+// rate of VPDPWSSD (tandem_bench_vector_throughput) and these products run once per token and
+// sub-block. dot, a sub-block's integer sum, becomes per lane the int16 pair (dot & 0xFF,
+// dot >> 8) with one byte shuffle; sp holds the pair (s, 256 · s) (scale_pairs), so VPDPWSSD adds
+// s · (dot & 0xFF) + 256 · s · (dot >> 8) = s · dot. Both pairs fit int16: dot >> 8 while
+// |dot| < 2^23 (the Q4_K / Q5_K / Q6_K sub-block sums stay below 2^17), 256 · s because the
+// scales are 8-bit (−128 · 256 is −32768).
+static inline __m512i scale_pairs(__m512i s) {  // s: int32 lanes, −128 .. 127 or 0 .. 127
+  return _mm512_or_si512(_mm512_and_si512(s, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(s, 24));
+}
+static inline __m512i add_scaled(__m512i isum, __m512i dot, __m512i sp) {
+  // Per 32-bit lane, bytes (b0, b1, b2, b3) -> (b0, 0, b1, b2): int16 b0, int16 dot >> 8.
+  const __m512i split = _mm512_set4_epi32(0x0E0D800C, 0x0A098008, 0x06058004, 0x02018000);
+  return _mm512_dpwssd_epi32(isum, _mm512_shuffle_epi8(dot, split), sp);
+}
+
 // The float step of one packed Q4_K / Q5_K super-block (amx_weight_pack.h's layout at sb), shared
 // by the vector-unit kernel (matmul_q4k_vnni.cpp) and the tile kernel (matmul_kquant_amx.cpp) so
 // that both take the same operations in the same order: per token,

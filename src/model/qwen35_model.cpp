@@ -238,6 +238,7 @@ void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, co
     rel_cuts.push_back(p - pos0);
   }
   if (opt.rollback_states < 0) throw std::invalid_argument("forward: rollback_states must be >= 0");
+  if (opt.per_token_tail < 0) throw std::invalid_argument("forward: per_token_tail must be >= 0");
   const bool replay = opt.keeps_replay_log();
   if (replay && (opt.rollback_states != T || !opt.cuts.empty() || opt.gdn != GdnAlgorithm::Recurrent))
     throw std::invalid_argument("forward: RollbackMode::Replay needs rollback_states == the batch size (" +
@@ -378,9 +379,10 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
   const int64_t sf = st.ssm_floats();
   const int64_t K_rb = static_cast<int64_t>(out.rollback_states.size());
   const bool chunked = opt.gdn == GdnAlgorithm::Chunked || (opt.gdn == GdnAlgorithm::Auto && T > 1);
-  // Tokens [tail, T) run per token so that each of their states is seen; the state
-  // after token tail-1 is the oldest rollback slot.
-  const int64_t tail = K_rb > 0 ? std::max<int64_t>(0, T - K_rb + 1) : T;
+  // Tokens [tail, T) run per token so that each of their states is seen (the state after
+  // token tail-1 is the oldest rollback slot), and at least the requested per-token tail.
+  const int64_t tail_len = std::max<int64_t>(K_rb > 0 ? K_rb - 1 : 0, opt.per_token_tail);
+  const int64_t tail = tail_len > 0 ? std::max<int64_t>(0, T - tail_len) : T;
   std::vector<int64_t>& ends = ws.ends;
   ends.assign(rel_cuts.begin(), rel_cuts.end());
   if (tail > 0 && tail < T) ends.push_back(tail);

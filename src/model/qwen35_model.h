@@ -50,6 +50,11 @@ struct ForwardOptions {
   // K > 0: return the states after each of the last K tokens (speculative rollback). With
   // the chunked algorithm only the last K-1 tokens run per token.
   int rollback_states = 0;
+  // With the chunked algorithm, the batch's last max(per_token_tail, K - 1) tokens run the
+  // delta rule per token. A server's prompt passes all take the same tail (its draft length,
+  // serve::ModelBackend), so that a pass that also keeps rollback states computes the same bits
+  // as one that does not: speculation on and off then see the same prompt states.
+  int64_t per_token_tail = 0;
   // false: slot 0 (the state after the last token, which is the live state the sequence
   // holds anyway) is not copied; it is returned with pos = -1. A verification pass only
   // ever rolls back to slots 1..k, so it saves one full state write per pass.

@@ -267,7 +267,44 @@ TEST_F(TinyModel, BadCallsAreRejectedWithoutTouchingTheState) {
   opt.cuts = {5};
   std::vector<int32_t> three = {1, 2, 3};
   EXPECT_THROW(model_->forward(*seq, three, opt, out), std::invalid_argument);
+  opt.cuts.clear();
+  opt.per_token_tail = -1;
+  EXPECT_THROW(model_->forward(*seq, three, opt, out), std::invalid_argument);
   EXPECT_EQ(seq->n_past(), 0);
+}
+
+// The last per_token_tail tokens of a chunked pass run per token: the same bits as a pass that
+// keeps rollback states over them (its last K - 1 tokens per token), and tails longer than the
+// batch run it all per token.
+TEST_F(TinyModel, PerTokenTailGivesTheBitsOfARollbackPass) {
+  const std::vector<int32_t> prompt = random_tokens(37, model_->hparams().n_vocab, 9);
+  for (int64_t tail : {3, 5}) {
+    auto a = model_->new_sequence(64), b = model_->new_sequence(64), c = model_->new_sequence(64);
+    ForwardOptions with_tail, with_states, recurrent;
+    with_tail.per_token_tail = tail;
+    with_states.rollback_states = static_cast<int>(tail) + 1;
+    recurrent.gdn = GdnAlgorithm::Recurrent;
+    ForwardOutput oa, ob, oc;
+    model_->forward(*a, prompt, with_tail, oa);
+    model_->forward(*b, prompt, with_states, ob);
+    EXPECT_EQ(oa.logits, ob.logits) << "tail " << tail;
+    RecurrentCheckpoint ca, cb;
+    a->save_recurrent(ca);
+    b->save_recurrent(cb);
+    EXPECT_TRUE(ca.data == cb.data) << "tail " << tail;
+    // Without the tail the chunked pass differs (slightly) from the rollback pass.
+    ForwardOutput plain;
+    auto d = model_->new_sequence(64);
+    model_->forward(*d, prompt, ForwardOptions{}, plain);
+    EXPECT_NE(plain.logits, ob.logits) << "tail " << tail;
+    // A tail as long as the batch: every token per token.
+    with_tail.per_token_tail = static_cast<int64_t>(prompt.size());
+    model_->forward(*c, prompt, with_tail, oc);
+    auto e = model_->new_sequence(64);
+    ForwardOutput oe;
+    model_->forward(*e, prompt, recurrent, oe);
+    EXPECT_EQ(oc.logits, oe.logits) << "tail " << tail;
+  }
 }
 
 }  // namespace

@@ -94,7 +94,10 @@ Engine::Engine(Qwen35Model& model, const text::Tokenizer& tok, EngineConfig cfg)
   for (int i = 0; i < cfg_.n_parallel; ++i) {
     auto s = std::make_unique<SlotRun>();
     s->id = i;
-    s->slot = std::make_unique<Slot>(std::make_unique<ModelBackend>(model_, cfg_.n_ctx), make_policy(cfg_.policy), cfg_.slot);
+    auto backend = std::make_unique<ModelBackend>(model_, cfg_.n_ctx);
+    // The same prompt-pass numbers with speculation on and off (ModelBackend::set_prompt_tail).
+    backend->set_prompt_tail(cfg_.speculation.draft_max);
+    s->slot = std::make_unique<Slot>(std::move(backend), make_policy(cfg_.policy), cfg_.slot);
     if (cfg_.cache_ram_mib > 0) s->slot->set_prompt_cache(&cache_);
     if (cfg_.speculation.enabled) s->slot->enable_speculation(cfg_.speculation);
     slots_.push_back(std::move(s));

@@ -32,6 +32,7 @@ void ModelBackend::run(std::span<const int32_t> tokens, std::span<const int64_t>
   opt_.gdn = GdnAlgorithm::Auto;
   opt_.rollback_states = 0;
   opt_.column_shared = true;
+  opt_.per_token_tail = prompt_tail_;
   if (observer_) observer_->configure_pass(static_cast<int64_t>(tokens.size()), opt_);
   const int64_t pos0 = state_->n_past();
   // Hand the caller's buffers to the pass so that their capacity is reused, then take the

@@ -51,6 +51,14 @@ class ModelBackend final : public StateBackend {
   Qwen35Model& model() { return model_; }
   // nullptr: none. The observer must outlive its registration.
   void set_observer(PassObserver* obs) { observer_ = obs; }
+  // How many of a prompt pass's last tokens run the delta rule per token
+  // (ForwardOptions::per_token_tail): the server's draft length (SpecConfig::draft_max),
+  // whether or not speculation is on, so that a speculating slot's prompt passes, which run
+  // those tokens per token to keep their rollback states, compute the same bits as a plain
+  // slot's. kDefaultPromptTail matches SpecConfig's default draft length.
+  static constexpr int64_t kDefaultPromptTail = 3;
+  void set_prompt_tail(int64_t n) { prompt_tail_ = n; }
+  int64_t prompt_tail() const { return prompt_tail_; }
 
  private:
   Qwen35Model& model_;
@@ -59,6 +67,7 @@ class ModelBackend final : public StateBackend {
   ForwardOutput out_;
   std::span<const float> logits_;
   PassObserver* observer_ = nullptr;
+  int64_t prompt_tail_ = kDefaultPromptTail;
 };
 
 }  // namespace tandem::serve

@@ -70,6 +70,9 @@ const WeightMatrix& Speculator::draft_head() const {
   return M.shared_head_head ? *M.shared_head_head : model_.weights().output;
 }
 
+static_assert(ModelBackend::kDefaultPromptTail == SpecConfig{}.draft_max,
+              "a plain slot's prompt tail is the default draft length (ModelBackend::set_prompt_tail)");
+
 void Speculator::configure_pass(int64_t n_tokens, ForwardOptions& opt) {
   if (!cfg_.enabled) return;
   opt.hidden = true;

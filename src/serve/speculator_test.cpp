@@ -393,6 +393,11 @@ TEST_P(SpeculatorTest, RollbackStateEqualsPerTokenRunForEveryAcceptedCount) {
 // rows) after a request that restored a checkpoint equal those of a head that saw the prompt
 // in one go.
 TEST_P(SpeculatorTest, MtpStateFollowsTheTrunkThroughRestores) {
+  // The reference below is one pass over the whole prompt, whose delta-rule chunks fall
+  // differently from the slot's passes after a restore; on 4-bit weights the float
+  // differences can flip activation codes and so drafts. The MTP bookkeeping this checks does
+  // not depend on the weight type: F32 and Q8_0 cover it.
+  if (GetParam() == "Q4_0" || GetParam() == "Q4_K_M") GTEST_SKIP() << "compared on F32 and Q8_0 (see the comment)";
   Qwen35Model& m = model(GetParam());
   const std::vector<Req> reqs = episode(m.hparams().n_vocab);
   PromptCache cache;
@@ -470,7 +475,37 @@ TEST_P(SpeculatorTest, StopTokensAndMaxTokensEndTheStep) {
   EXPECT_EQ(j.at("drafts_proposed"), 3);
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, SpeculatorTest, ::testing::Values("F32", "Q8_0"));
+// A speculating slot's prompt passes keep rollback states, so their last draft_max tokens run
+// the delta rule per token; a plain slot's prompt passes take the same per-token tail
+// (ModelBackend::set_prompt_tail), so both compute the same bits — on quantized weights a float
+// difference there can flip an activation code and move the logits by ~1%, enough to change a
+// sampled token.
+TEST_P(SpeculatorTest, PromptPassesWithAndWithoutRollbackStatesAgreeBitForBit) {
+  Qwen35Model& m = model(GetParam());
+  const std::vector<Req> reqs = episode(m.hparams().n_vocab);
+  for (const Req& r : {reqs[0], reqs[5]}) {
+    auto plain_st = m.new_sequence(kCtx), spec_st = m.new_sequence(kCtx);
+    ForwardOptions plain, spec;
+    plain.per_token_tail = ModelBackend::kDefaultPromptTail;
+    spec.per_token_tail = ModelBackend::kDefaultPromptTail;
+    Speculator sp(m, *spec_st, SpecConfig{});
+    sp.configure_pass(static_cast<int64_t>(r.prompt.size()), spec);
+    ASSERT_EQ(spec.rollback_states, SpecConfig{}.draft_max + 1);
+    ForwardOutput a, b;
+    m.forward(*plain_st, r.prompt, plain, a);
+    m.forward(*spec_st, r.prompt, spec, b);
+    EXPECT_EQ(a.logits, b.logits);
+    RecurrentCheckpoint ca, cb;
+    plain_st->save_recurrent(ca);
+    spec_st->save_recurrent(cb);
+    EXPECT_TRUE(ca.data == cb.data) << "recurrent state after the prompt";
+  }
+}
+
+// F32 and Q8_0, and the two packed paths a served file most often takes: Q4_0 (packed Q4_0 trunk,
+// packed Q6_K head) and Q4_K_M (packed Q4_K / Q6_K), whose 1..4-token products run on the
+// vector units in verification passes and decode steps alike.
+INSTANTIATE_TEST_SUITE_P(Types, SpeculatorTest, ::testing::Values("F32", "Q8_0", "Q4_0", "Q4_K_M"));
 
 TEST(DraftHead, SelectionPutsSpecialAndByteTokensFirstThenCorpusFrequency) {
   auto f = GgufFile::open(ensure_tiny_model("F32"));
@@ -625,3 +660,4 @@ TEST(Speculation, NeedsAnMtpBlockAndTheModelBackend) {
 
 }  // namespace
 }  // namespace tandem::serve
+

@@ -147,7 +147,8 @@ OpenAI-compatible (/v1/chat/completions) and llama.cpp-compatible (/completion) 
   --cpu-path T                 kernel tier: scalar | avx2 | avx512 | amx (default: the best available)
   --spec on|off                speculative decoding with the model's MTP head (default off; output
                                unchanged, docs/speculation.md)
-  --draft-max N                drafts per step, k (default 3)
+  --draft-max N                drafts per step, k (default 3); also the tokens every prompt
+                               pass runs per token at its end, speculation on or off
   --draft-min N                fewer drafts than this: a plain step (default 0)
   --draft-p-min P              stop drafting below this draft probability (default 0)
   --spec-rollback-aware on|off prompt passes keep k+1 states with a per-token tail only (default on;

@@ -660,4 +660,3 @@ TEST(Speculation, NeedsAnMtpBlockAndTheModelBackend) {
 
 }  // namespace
 }  // namespace tandem::serve
-

@@ -58,7 +58,6 @@ class ModelBackend final : public StateBackend {
   // slot's. kDefaultPromptTail matches SpecConfig's default draft length.
   static constexpr int64_t kDefaultPromptTail = 3;
   void set_prompt_tail(int64_t n) { prompt_tail_ = n; }
-  int64_t prompt_tail() const { return prompt_tail_; }
 
  private:
   Qwen35Model& model_;

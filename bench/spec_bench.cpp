@@ -85,6 +85,7 @@ struct SideBySide {
   Spread paired(size_t i, size_t j) const {
     std::vector<double> r;
     for (size_t k = 0; k < samples[i].size(); ++k) r.push_back(samples[i][k] / samples[j][k]);
+    if (r.empty()) return {0, 0, 0};
     const auto [lo, hi] = std::minmax_element(r.begin(), r.end());
     return {median(r), *lo, *hi};
   }

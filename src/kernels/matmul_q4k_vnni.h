@@ -12,9 +12,9 @@
 // The arithmetic is ggml's: per 32-element sub-block j the integer sum of code × activation,
 // times the row's 6-bit scale (one VPDPWSSD each: packed_groups_avx512.h, add_scaled), summed
 // over the super-block in int32; the mins term Σ_j m_j · (the sub-block's activation sum) in
-// int32 too (VPDPWSSD on pairs of sub-blocks); then, per super-block, isum × (d_w · d_a) − minsum × (dmin_w · d_a) in float. Every
-// (token, row) output takes the same operations in the same order whatever T, so a column is
-// bit for bit its one-token product.
+// int32 too (VPDPWSSD on pairs of sub-blocks); then, per super-block,
+// isum × (d_w · d_a) − minsum × (dmin_w · d_a) in float. Every (token, row) output takes the
+// same operations in the same order whatever T, so a column is bit for bit its one-token product.
 //
 // Compiled with AVX-512 (F, BW, VL, VNNI) flags; only callable on the Avx512Vnni tier.
 #pragma once

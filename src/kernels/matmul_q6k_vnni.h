@@ -12,9 +12,10 @@
 // The arithmetic: per 16-element sub-block j, the integer sum of code × activation starts
 // from −32 · bsum_j (the codes are the values plus 32; Q8_K keeps each 16 activations' sum),
 // is multiplied by the row's int8 scale (one VPDPWSSD: packed_groups_avx512.h, add_scaled)
-// and summed over the super-block in int32, exactly the integer ggml's dot product forms; then, per super-block, one float FMA adds
-// isum × (d_w · d_a). Every (token, row) output takes the same operations in the same order
-// whatever T, so a column is bit for bit its one-token product.
+// and summed over the super-block in int32, exactly the integer ggml's dot product forms;
+// then, per super-block, one float FMA adds isum × (d_w · d_a). Every (token, row) output takes
+// the same operations in the same order whatever T, so a column is bit for bit its one-token
+// product.
 //
 // Compiled with AVX-512 (F, BW, VL, VNNI) flags; only callable on the Avx512Vnni tier.
 #pragma once

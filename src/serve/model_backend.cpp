@@ -23,6 +23,11 @@ size_t ModelBackend::sequence_bytes(int64_t n_tokens) const {
   return state_->recurrent_bytes() + static_cast<size_t>(n_tokens) * state_->kv_bytes_per_token();
 }
 
+void ModelBackend::set_prompt_tail(int64_t n) {
+  if (n < 0) throw std::invalid_argument("ModelBackend: prompt tail must be >= 0 tokens, got " + std::to_string(n));
+  prompt_tail_ = n;
+}
+
 void ModelBackend::run(std::span<const int32_t> tokens, std::span<const int64_t> cuts, bool want_logits,
                        std::span<RecurrentCheckpoint> cut_states) {
   if (cut_states.size() != cuts.size()) throw std::invalid_argument("ModelBackend::run: one state per cut expected");

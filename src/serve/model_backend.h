@@ -55,9 +55,10 @@ class ModelBackend final : public StateBackend {
   // (ForwardOptions::per_token_tail): the server's draft length (SpecConfig::draft_max),
   // whether or not speculation is on, so that a speculating slot's prompt passes, which run
   // those tokens per token to keep their rollback states, compute the same bits as a plain
-  // slot's. kDefaultPromptTail matches SpecConfig's default draft length.
+  // slot's. kDefaultPromptTail matches SpecConfig's default draft length. Throws
+  // std::invalid_argument for n < 0 (here, not on every later pass).
   static constexpr int64_t kDefaultPromptTail = 3;
-  void set_prompt_tail(int64_t n) { prompt_tail_ = n; }
+  void set_prompt_tail(int64_t n);
 
  private:
   Qwen35Model& model_;

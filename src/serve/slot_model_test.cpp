@@ -221,5 +221,13 @@ TEST_F(SlotOnTinyModel, BadTokensFailBeforeAnyStateChanges) {
   EXPECT_EQ(slot.decode(0).size(), static_cast<size_t>(model_->hparams().n_vocab));
 }
 
+// A negative prompt tail is refused when it is set (the engine's construction), not by every
+// later prompt pass; zero (no per-token tail) is accepted.
+TEST_F(SlotOnTinyModel, NegativePromptTailIsRefusedWhenSet) {
+  ModelBackend backend(*model_, kCtx);
+  EXPECT_THROW(backend.set_prompt_tail(-1), std::invalid_argument);
+  EXPECT_NO_THROW(backend.set_prompt_tail(0));
+}
+
 }  // namespace
 }  // namespace tandem::serve

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/attention_avx2.h"
 #include "kernels/attention_avx512.h"
 #include "runtime/cpu_features.h"
 
@@ -34,6 +35,13 @@ void attention_rows(const AttentionRows& rows, int head_dim, float scale, const 
     for (int r = 0; r < rows.n; ++r) longest = rows.n_kv[r] > longest ? rows.n_kv[r] : longest;
     float* scores = scratch.get_as<float>(static_cast<size_t>(rows.n) * static_cast<size_t>(longest));
     avx512::attention_rows(rows.n, rows.q, rows.out, rows.n_kv, head_dim, scale, k_cache, v_cache, kv_stride, scores);
+    return;
+  }
+  if (active_cpu_tier() >= CpuTier::Avx2 && head_dim % 16 == 0) {
+    int64_t longest = 0;
+    for (int r = 0; r < rows.n; ++r) longest = rows.n_kv[r] > longest ? rows.n_kv[r] : longest;
+    float* scores = scratch.get_as<float>(static_cast<size_t>(rows.n) * static_cast<size_t>(longest));
+    avx2::attention_rows(rows.n, rows.q, rows.out, rows.n_kv, head_dim, scale, k_cache, v_cache, kv_stride, scores);
     return;
   }
   attention_rows_ref(rows, head_dim, scale, k_cache, v_cache, kv_stride, scratch);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/delta_rule_avx2.h"
 #include "kernels/delta_rule_avx512.h"
 #include "runtime/cpu_features.h"
 
@@ -201,10 +202,13 @@ void delta_rule_chunked_ref(const DeltaRuleInput& in, float* state, ScratchBuffe
   }
 }
 
-// Run-time dispatch: the AVX-512 bodies need d to be a multiple of 16 (one zmm of keys).
+// Run-time dispatch: the AVX-512 bodies need d to be a multiple of 16 (one zmm of keys), the AVX2
+// one a multiple of 8.
 void delta_rule_recurrent(const DeltaRuleInput& in, float* state, float* snapshots, int64_t snapshot_from) {
   if (active_cpu_tier() >= CpuTier::Avx512Vnni && in.d > 0 && in.d % 16 == 0)
     avx512::delta_rule_recurrent(in, state, snapshots, snapshot_from);
+  else if (active_cpu_tier() >= CpuTier::Avx2 && in.d > 0 && in.d % 8 == 0)
+    avx2::delta_rule_recurrent(in, state, snapshots, snapshot_from);
   else
     delta_rule_recurrent_ref(in, state, snapshots, snapshot_from);
 }

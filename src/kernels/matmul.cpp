@@ -12,6 +12,7 @@
 #include "kernels/matmul_avx2.h"
 #include "kernels/matmul_avx512.h"
 #include "kernels/matmul_kquant_amx.h"
+#include "kernels/matmul_packed_avx2.h"
 #include "kernels/matmul_q4k_vnni.h"
 #include "kernels/matmul_q6k_vnni.h"
 #include "kernels/packed_activations.h"
@@ -64,10 +65,12 @@ bool avx2_only_kernel(GgmlType t) { return t == GgmlType::Q5_0 || t == GgmlType:
 // up (vnni::gemm_packed_q4_K and _q5_K, vnni::gemm_packed_q6_K).
 // Dequant: ActivationMode::Exact on a non-F32 weight: rows dequantized in small batches into
 // a per-thread buffer, then the tier's F32 kernel (f32_path) over float activations.
+// PackedAvx2: packed Q4_0 on the Avx2 tier (no AVX-512): the 16-row groups, 8 rows per register,
+// against the ggml-layout Q8_0 rows plus per-block terms (avx2::gemm_packed_q4_0).
 // AmxKQuant: packed Q4_K / Q5_K / Q6_K on the Amx tier from kAmxKQuantMinCols tokens (prompts):
 // the same Q8_K activations (and, for Q4_K / Q5_K, mins operands) as the vector-unit paths, plus
 // their A tiles (amx::gemm_packed_kquant_tiles; the same bits as PackedQ4K / PackedQ6K).
-enum class Path { Scalar, Avx2, Avx512, PackedVnni, PackedQ4K, PackedQ6K, Amx, AmxKQuant, Dequant };
+enum class Path { Scalar, Avx2, Avx512, PackedVnni, PackedQ4K, PackedQ6K, PackedAvx2, Amx, AmxKQuant, Dequant };
 
 // Rows dequantized at a time on the Dequant path (a few KB per row: stays in L1/L2).
 constexpr int64_t kDequantRows = 16;
@@ -84,7 +87,9 @@ struct Prepared {
   uint8_t* panels = nullptr;      // amx: one weight panel per thread
   size_t panel_bytes = 0;
   bool vector_units = false;      // amx, packed: T <= amx::kVnniMaxCols on VPDPBUSD; always for PackedVnni
-  const int32_t* offsets = nullptr;  // PackedQ6K: T rows of n / 16 sub-block offsets; PackedQ4K: n / 64 mins operands
+  const int32_t* offsets = nullptr;  // PackedQ6K: T rows of n / 16 sub-block offsets; PackedQ4K: n / 64 mins operands;
+                                     // PackedAvx2: n / 32 blocks × T tokens of terms −8·Σa
+  const float* act_scales = nullptr;  // PackedAvx2: n / 32 blocks × T tokens of activation scales
   Path f32_path = Path::Scalar;   // Dequant: the F32 kernel's tier
   float* dequant = nullptr;       // Dequant: kDequantRows x n floats per thread
 };
@@ -98,6 +103,7 @@ Path choose_path(GgmlType t, int64_t T, bool packed) {
   if (packed && tier >= CpuTier::Avx512Vnni && t == GgmlType::Q6_K) return Path::PackedQ6K;
   if (packed && tier >= CpuTier::Avx512Vnni && (t == GgmlType::Q4_K || t == GgmlType::Q5_K)) return Path::PackedQ4K;
   if (tier >= CpuTier::Avx512Vnni && simd_has_kernel(t)) return Path::Avx512;
+  if (packed && tier >= CpuTier::Avx2 && t == GgmlType::Q4_0) return Path::PackedAvx2;
   if (tier >= CpuTier::Avx2 && (simd_has_kernel(t) || avx2_only_kernel(t))) return Path::Avx2;
   return Path::Scalar;
 }
@@ -140,12 +146,22 @@ Prepared prepare(GgmlType type, bool packed, int64_t n, const float* X, int64_t 
     p.panels = buf + act_bytes;
     return p;
   }
-  if (p.path == Path::Scalar || p.path == Path::Avx2) {
+  if (p.path == Path::Scalar || p.path == Path::Avx2 || p.path == Path::PackedAvx2) {
     const GgmlType act_type = traits(type).vec_dot_type;
     p.act_row = (activation_bytes(act_type, n) + 63) / 64 * 64;
-    auto* act = static_cast<uint8_t*>(ctx.acts.get(p.act_row * static_cast<size_t>(T)));
-    for_columns(T, ctx.pool, [&](int64_t t) { quantize_activation(act_type, X + t * ldx, act + t * p.act_row, n); });
+    const int64_t nb = n / 32;
+    const size_t terms = p.path == Path::PackedAvx2 ? static_cast<size_t>(T * nb) : 0;
+    auto* act = static_cast<uint8_t*>(ctx.acts.get(p.act_row * static_cast<size_t>(T) + terms * 8));
+    auto* sums = reinterpret_cast<int32_t*>(act + p.act_row * static_cast<size_t>(T));
+    auto* scales = reinterpret_cast<float*>(sums + terms);
+    for_columns(T, ctx.pool, [&](int64_t t) {
+      quantize_activation(act_type, X + t * ldx, act + t * p.act_row, n);
+      if (terms)
+        avx2::q4_0_packed_terms(reinterpret_cast<const BlockQ8_0*>(act + t * p.act_row), nb, T, sums + t, scales + t);
+    });
     p.act = act;
+    p.offsets = sums;
+    p.act_scales = scales;
     return p;
   }
   switch (type) {
@@ -288,6 +304,11 @@ void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, 
     amx::gemm_packed_vnni(W.type, packed, n, 0, nr, p.act, T, y, ldy);
     return;
   }
+  if (p.path == Path::PackedAvx2) {
+    avx2::gemm_packed_q4_0(packed, amx::packed_group_bytes(W.type, n), n, nr, p.act, p.act_row, p.offsets,
+                           p.act_scales, T, y, ldy);
+    return;
+  }
   if (p.path == Path::PackedQ6K) {
     vnni::gemm_packed_q6_K(packed, n, 0, nr, static_cast<const BlockQ8_K* const*>(p.views), p.offsets, T, y, ldy);
     return;
@@ -367,6 +388,9 @@ constexpr int64_t kVectorUnitTaskRows = 256;
 int64_t rows_per_task(const Prepared& p, int64_t rows, ThreadPool* pool) {
   if (p.path == Path::Amx || p.path == Path::PackedVnni) return p.vector_units ? kVectorUnitTaskRows : amx::kPanelRows;
   if (p.path == Path::AmxKQuant) return amx::kPanelRows;
+  // Packed on AVX2: a few tokens stream their rows (as the vector units above); a prompt's tasks
+  // are long anyway, and smaller ones balance the two threads.
+  if (p.path == Path::PackedAvx2) return p.T <= 4 ? kVectorUnitTaskRows : 64;
   const int threads = pool ? pool->size() : 1;
   int64_t per = std::min(kMaxTaskRows, (rows + threads * 8 - 1) / (threads * 8));
   if (p.T > kCols) per = std::min<int64_t>(per, 64);
@@ -387,6 +411,12 @@ void for_tasks(int64_t rows, int64_t per, ThreadPool* pool, F&& fn) {
 bool matmul_has_fast_kernel(GgmlType t) {
   // AVX-512 VNNI and AVX2 have row kernels for the same types; the legacy ones run AVX2's on both.
   return active_cpu_tier() >= CpuTier::Avx2 && (simd_has_kernel(t) || avx2_only_kernel(t));
+}
+
+bool matmul_uses_packed(GgmlType t) {
+  const CpuTier tier = active_cpu_tier();
+  if (tier >= CpuTier::Avx512Vnni) return amx::packable(t);
+  return tier >= CpuTier::Avx2 && t == GgmlType::Q4_0;
 }
 
 void matmul(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy, KernelContext& ctx) {

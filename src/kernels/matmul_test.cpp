@@ -226,6 +226,37 @@ TEST_P(MatmulTest, PackedVectorUnitsEqualTilesBitForBit) {
   }
 }
 
+// Packed Q4_0 on the Avx2 tier (matmul_packed_avx2.h: 8 rows per register, no horizontal sums)
+// gives the ggml-row AVX2 kernel's bits: the same integer block sums and the same FMA per block.
+// Heights with a partial half-group (13, 37) and a partial task (300); token counts across the
+// kernel's chunks of 4; threaded and not.
+TEST_P(MatmulTest, PackedAvx2EqualsRowKernelBitForBit) {
+  const Case c = GetParam();
+  if (cpu_features().best_tier() < CpuTier::Avx2) GTEST_SKIP() << "no AVX2 on this machine";
+  if (c.type != GgmlType::Q4_0) GTEST_SKIP() << ggml_type_name(c.type) << ": no packed AVX2 kernel";
+  std::mt19937 rng(static_cast<uint32_t>(c.cols * 13 + 7));
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  ThreadPool pool(2);
+  set_cpu_tier(CpuTier::Avx2);
+  ASSERT_TRUE(matmul_uses_packed(GgmlType::Q4_0));
+  for (int64_t rows : {13, 37, 300}) {
+    RandomWeights rw(c.type, c.cols, rows, rng, 1.0f);
+    ASSERT_TRUE(rw.can_pack);
+    for (int64_t T : {1, 2, 3, 4, 5, 9, 17}) {
+      std::vector<float> x(static_cast<size_t>(T * c.cols));
+      for (auto& v : x) v = nd(rng);
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+        KernelContext ctx;
+        ctx.pool = p;
+        std::vector<float> rows_out(static_cast<size_t>(T * rows), NAN), packed_out(rows_out.size(), NAN);
+        matmul(rw.W, x.data(), c.cols, T, rows_out.data(), rows, ctx);
+        matmul(rw.Wp, x.data(), c.cols, T, packed_out.data(), rows, ctx);
+        ASSERT_EQ(rows_out, packed_out) << "rows=" << rows << " T=" << T << (p ? " threaded" : "");
+      }
+    }
+  }
+}
+
 // Several matrices of one input in one pass: each output equals its own product bit for bit,
 // for matrices of different heights (16 rows: less than one AMX panel; 70; 130), packed or not,
 // at one and several columns; and a set mixing in another type falls back to one product each.

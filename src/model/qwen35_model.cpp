@@ -97,7 +97,7 @@ std::unique_ptr<Qwen35Model> Qwen35Model::load(const std::string& path, int n_th
   m->file_ = GgufFile::open(path);
   m->hp_ = Qwen35HParams::from_gguf(*m->file_);
   m->w_ = Qwen35Weights::load(*m->file_, m->hp_);
-  if (active_cpu_tier() >= CpuTier::Avx512Vnni) m->pack_for_matrix_path();
+  if (active_cpu_tier() >= CpuTier::Avx2) m->pack_for_matrix_path();
   m->pool_ = std::make_unique<ThreadPool>(n_threads);
   m->governor_ = std::make_unique<CpuResourceGovernor>(*m->pool_);
   m->ws_ = std::make_unique<Workspace>();
@@ -117,7 +117,7 @@ void Qwen35Model::pack_for_matrix_path() {
   // After packing, the ggml rows of a matrix are only read on another tier: their pages
   // leave the resident set (the file stays the backing store), so the model is not held twice.
   auto pack = [&](WeightMatrix& W, bool keep_rows) {
-    if (W.data && packed_.pack(W) && !keep_rows)
+    if (W.data && matmul_uses_packed(W.type) && packed_.pack(W) && !keep_rows)
       file_->release_pages(W.data, W.row_stride * static_cast<size_t>(W.rows));
   };
   auto layer = [&](Qwen35LayerWeights& L) {

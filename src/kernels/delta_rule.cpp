@@ -213,6 +213,8 @@ void delta_rule_recurrent(const DeltaRuleInput& in, float* state, float* snapsho
     delta_rule_recurrent_ref(in, state, snapshots, snapshot_from);
 }
 
+bool delta_rule_prefers_chunked(int d) { return active_cpu_tier() >= CpuTier::Avx512Vnni && d > 0 && d % 16 == 0; }
+
 void delta_rule_chunked(const DeltaRuleInput& in, float* state, ScratchBuffer& scratch, const int64_t* cuts,
                         int n_cuts, float* cut_states) {
   if (active_cpu_tier() >= CpuTier::Avx512Vnni && in.d > 0 && in.d % 16 == 0) {

@@ -65,8 +65,9 @@ bool avx2_only_kernel(GgmlType t) { return t == GgmlType::Q5_0 || t == GgmlType:
 // up (vnni::gemm_packed_q4_K and _q5_K, vnni::gemm_packed_q6_K).
 // Dequant: ActivationMode::Exact on a non-F32 weight: rows dequantized in small batches into
 // a per-thread buffer, then the tier's F32 kernel (f32_path) over float activations.
-// PackedAvx2: packed Q4_0 on the Avx2 tier (no AVX-512): the 16-row groups, 8 rows per register,
-// against the ggml-layout Q8_0 rows plus per-block terms (avx2::gemm_packed_q4_0).
+// PackedAvx2: packed Q4_0 / Q6_K on the Avx2 tier (no AVX-512): the 16-row groups, 8 rows per
+// register, against the ggml-layout Q8_0 rows plus per-block terms (avx2::gemm_packed_q4_0) or the
+// Q8_K rows (avx2::gemm_packed_q6_K).
 // AmxKQuant: packed Q4_K / Q5_K / Q6_K on the Amx tier from kAmxKQuantMinCols tokens (prompts):
 // the same Q8_K activations (and, for Q4_K / Q5_K, mins operands) as the vector-unit paths, plus
 // their A tiles (amx::gemm_packed_kquant_tiles; the same bits as PackedQ4K / PackedQ6K).
@@ -103,7 +104,7 @@ Path choose_path(GgmlType t, int64_t T, bool packed) {
   if (packed && tier >= CpuTier::Avx512Vnni && t == GgmlType::Q6_K) return Path::PackedQ6K;
   if (packed && tier >= CpuTier::Avx512Vnni && (t == GgmlType::Q4_K || t == GgmlType::Q5_K)) return Path::PackedQ4K;
   if (tier >= CpuTier::Avx512Vnni && simd_has_kernel(t)) return Path::Avx512;
-  if (packed && tier >= CpuTier::Avx2 && t == GgmlType::Q4_0) return Path::PackedAvx2;
+  if (packed && tier >= CpuTier::Avx2 && (t == GgmlType::Q4_0 || t == GgmlType::Q6_K)) return Path::PackedAvx2;
   if (tier >= CpuTier::Avx2 && (simd_has_kernel(t) || avx2_only_kernel(t))) return Path::Avx2;
   return Path::Scalar;
 }
@@ -150,7 +151,7 @@ Prepared prepare(GgmlType type, bool packed, int64_t n, const float* X, int64_t 
     const GgmlType act_type = traits(type).vec_dot_type;
     p.act_row = (activation_bytes(act_type, n) + 63) / 64 * 64;
     const int64_t nb = n / 32;
-    const size_t terms = p.path == Path::PackedAvx2 ? static_cast<size_t>(T * nb) : 0;
+    const size_t terms = p.path == Path::PackedAvx2 && type == GgmlType::Q4_0 ? static_cast<size_t>(T * nb) : 0;
     auto* act = static_cast<uint8_t*>(ctx.acts.get(p.act_row * static_cast<size_t>(T) + terms * 8));
     auto* sums = reinterpret_cast<int32_t*>(act + p.act_row * static_cast<size_t>(T));
     auto* scales = reinterpret_cast<float*>(sums + terms);
@@ -305,8 +306,11 @@ void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, 
     return;
   }
   if (p.path == Path::PackedAvx2) {
-    avx2::gemm_packed_q4_0(packed, amx::packed_group_bytes(W.type, n), n, nr, p.act, p.act_row, p.offsets,
-                           p.act_scales, T, y, ldy);
+    if (W.type == GgmlType::Q6_K)
+      avx2::gemm_packed_q6_K(packed, amx::packed_group_bytes(W.type, n), n, nr, p.act, p.act_row, T, y, ldy);
+    else
+      avx2::gemm_packed_q4_0(packed, amx::packed_group_bytes(W.type, n), n, nr, p.act, p.act_row, p.offsets,
+                             p.act_scales, T, y, ldy);
     return;
   }
   if (p.path == Path::PackedQ6K) {
@@ -416,7 +420,7 @@ bool matmul_has_fast_kernel(GgmlType t) {
 bool matmul_uses_packed(GgmlType t) {
   const CpuTier tier = active_cpu_tier();
   if (tier >= CpuTier::Avx512Vnni) return amx::packable(t);
-  return tier >= CpuTier::Avx2 && t == GgmlType::Q4_0;
+  return tier >= CpuTier::Avx2 && (t == GgmlType::Q4_0 || t == GgmlType::Q6_K);
 }
 
 void matmul(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy, KernelContext& ctx) {

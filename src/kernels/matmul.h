@@ -98,7 +98,7 @@ void matmul_ref(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, f
 // Whether the active tier has a SIMD kernel for this weight type (for benchmarks/reports).
 bool matmul_has_fast_kernel(GgmlType t);
 // Whether the active tier multiplies packed weights of this type (amx_weight_pack.h): every packable
-// type from AVX-512 VNNI up, Q4_0 on AVX2 (matmul_packed_avx2.h). The model packs only these at load.
+// type from AVX-512 VNNI up, Q4_0 and Q6_K on AVX2 (matmul_packed_avx2.h). The model packs only these at load.
 bool matmul_uses_packed(GgmlType t);
 
 }  // namespace tandem::kernels

@@ -66,6 +66,89 @@ void half_group(const uint8_t* grp, int64_t nb, int h, const uint8_t* act, size_
   for (int t = 0; t < NC; ++t) _mm256_maskstore_ps(y + t * ldy, mask, acc[t]);
 }
 
+// Q6_K (amx_weight_pack.h's Q6_K interleave): per super-block s of 256 elements and sub-block j
+// of 16, lines A, B, C hold 4 code quads of 16 rows; half h is bytes [32h, 32h + 32) of each.
+constexpr int64_t kQ6Sb = 3328;        // amx::kQ6KSuperBlockBytes
+constexpr int64_t kQ6SubBytes = 192;   // amx::kQ6KSubBlockBytes
+constexpr int64_t kQ6Scales = 3072;    // amx::kQ6KScalesOffset
+constexpr int kQ6SubBlocks = 16;
+
+// (x & 0x0F) | (y & 0x30) per byte: a code's low nibble from x, its high two bits already at
+// bits 4-5 of y.
+__m256i q6_code(__m256i x, __m256i y, __m256i m4, __m256i m30) {
+  return _mm256_or_si256(_mm256_and_si256(x, m4), _mm256_and_si256(y, m30));
+}
+
+// Rows [8h, 8h + 8) of one Q6_K group times NC tokens, sub-blocks in pairs. Per sub-block and
+// token: two int16 sums of two VPMADDUBSW each (codes 0..63 against the token's codes in
+// −128..127: |pair| <= 2 · 63 · 128, two pairs < 32768), each multiplied by the row's sub-block
+// scale in VPMADDWD; per pair of sub-blocks the codes' offset, −32 · (s_j · bsum_j + s_j+1 ·
+// bsum_j+1), as one VPMADDWD of the scales times −32 (|.| <= 4096: int16) against the token's
+// two bsums. That is the integer super-block sum of the AVX-512 packed kernel, and then the
+// same FMA per super-block: the same bits.
+template <int NC>
+void q6_K_half(const uint8_t* grp, int64_t nb, int h, const uint8_t* act, size_t act_row, float* y, int64_t ldy,
+               int rows) {
+  const auto* dsec = reinterpret_cast<const uint16_t*>(grp + nb * kQ6Sb);
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+  const __m128i dup = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+  __m256 acc[NC];
+  for (int t = 0; t < NC; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < nb; ++s) {
+    const uint8_t* sb = grp + s * kQ6Sb;
+    const auto* blk = reinterpret_cast<const BlockQ8_K*>(act) + s;  // token t's: at t · act_row bytes
+    __m256i isum[NC];
+    for (int t = 0; t < NC; ++t) isum[t] = _mm256_setzero_si256();
+    for (int pr = 0; pr < kQ6SubBlocks / 2; ++pr) {
+      const __m128i s0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + kQ6Scales + 32 * pr + 8 * h));
+      const __m128i s1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + kQ6Scales + 32 * pr + 16 + 8 * h));
+      // Row o's scales of sub-blocks 2pr and 2pr + 1 in int16 lanes 2o, 2o + 1, times −32.
+      const __m256i neg32 = _mm256_sub_epi16(_mm256_setzero_si256(),
+                                             _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s0, s1)), 5));
+      for (int t = 0; t < NC; ++t) {
+        int32_t bs;
+        __builtin_memcpy(&bs, reinterpret_cast<const BlockQ8_K*>(reinterpret_cast<const uint8_t*>(blk) + t * act_row)
+                                  ->bsums + 2 * pr, 4);
+        isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(neg32, _mm256_set1_epi32(bs)));
+      }
+      for (int jj = 0; jj < 2; ++jj) {
+        const int j = 2 * pr + jj;
+        const uint8_t* line = sb + kQ6SubBytes * j + 32 * h;
+        const __m256i A = _mm256_load_si256(reinterpret_cast<const __m256i*>(line));
+        const __m256i B = _mm256_load_si256(reinterpret_cast<const __m256i*>(line + 64));
+        const __m256i C = _mm256_load_si256(reinterpret_cast<const __m256i*>(line + 128));
+        const __m256i c0 = q6_code(A, _mm256_slli_epi16(C, 4), m4, m30);
+        const __m256i c1 = q6_code(_mm256_srli_epi16(A, 4), _mm256_slli_epi16(C, 2), m4, m30);
+        const __m256i c2 = q6_code(B, C, m4, m30);
+        const __m256i c3 = q6_code(_mm256_srli_epi16(B, 4), _mm256_srli_epi16(C, 2), m4, m30);
+        // Row o's scale of sub-block j in int16 lanes 2o and 2o + 1.
+        const __m256i sc = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(jj == 0 ? s0 : s1, dup));
+        for (int t = 0; t < NC; ++t) {
+          const int8_t* q =
+              reinterpret_cast<const BlockQ8_K*>(reinterpret_cast<const uint8_t*>(blk) + t * act_row)->qs + 16 * j;
+          const __m256i p01 =
+              _mm256_add_epi16(_mm256_maddubs_epi16(c0, bcast4(q)), _mm256_maddubs_epi16(c1, bcast4(q + 4)));
+          const __m256i p23 =
+              _mm256_add_epi16(_mm256_maddubs_epi16(c2, bcast4(q + 8)), _mm256_maddubs_epi16(c3, bcast4(q + 12)));
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_madd_epi16(p01, sc), _mm256_madd_epi16(p23, sc)));
+          asm("" : "+x"(isum[t]));  // one running sum per token (see half_group)
+        }
+      }
+    }
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dsec + kGroupRows * s + 8 * h)));
+    for (int t = 0; t < NC; ++t) {
+      const float da = reinterpret_cast<const BlockQ8_K*>(reinterpret_cast<const uint8_t*>(blk) + t * act_row)->d;
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(dw, _mm256_set1_ps(da)), acc[t]);
+    }
+  }
+  if (rows == kHalfRows) {
+    for (int t = 0; t < NC; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
+    return;
+  }
+  const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(rows), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  for (int t = 0; t < NC; ++t) _mm256_maskstore_ps(y + t * ldy, mask, acc[t]);
+}
+
 }  // namespace
 
 void q4_0_packed_terms(const BlockQ8_0* a, int64_t nb, int64_t stride, int32_t* sums, float* scales) {
@@ -95,6 +178,29 @@ void gemm_packed_q4_0(const uint8_t* packed, size_t group_bytes, int64_t n, int6
           case 2: half_group<2>(grp, nb, h, a, act_row, sums + c0, scales + c0, T, yc, ldy, rows); break;
           case 3: half_group<3>(grp, nb, h, a, act_row, sums + c0, scales + c0, T, yc, ldy, rows); break;
           default: half_group<4>(grp, nb, h, a, act_row, sums + c0, scales + c0, T, yc, ldy, rows); break;
+        }
+      }
+    }
+  }
+}
+
+void gemm_packed_q6_K(const uint8_t* packed, size_t group_bytes, int64_t n, int64_t nr, const uint8_t* act,
+                      size_t act_row, int64_t T, float* y, int64_t ldy) {
+  const int64_t nb = n / 256;
+  for (int64_t o0 = 0; o0 < nr; o0 += kGroupRows) {
+    const uint8_t* grp = packed + static_cast<size_t>(o0 / kGroupRows) * group_bytes;
+    for (int h = 0; h < 2; ++h) {
+      const int64_t left = nr - o0 - kHalfRows * h;
+      if (left <= 0) break;
+      const int rows = left >= kHalfRows ? kHalfRows : static_cast<int>(left);
+      for (int64_t c0 = 0; c0 < T; c0 += kMaxTokens) {
+        const uint8_t* a = act + static_cast<size_t>(c0) * act_row;
+        float* yc = y + c0 * ldy + o0 + kHalfRows * h;
+        switch (T - c0 < kMaxTokens ? T - c0 : kMaxTokens) {
+          case 1: q6_K_half<1>(grp, nb, h, a, act_row, yc, ldy, rows); break;
+          case 2: q6_K_half<2>(grp, nb, h, a, act_row, yc, ldy, rows); break;
+          case 3: q6_K_half<3>(grp, nb, h, a, act_row, yc, ldy, rows); break;
+          default: q6_K_half<4>(grp, nb, h, a, act_row, yc, ldy, rows); break;
         }
       }
     }

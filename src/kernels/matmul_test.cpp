@@ -228,6 +228,9 @@ TEST_P(MatmulTest, PackedVectorUnitsEqualTilesBitForBit) {
 
 // Packed Q4_0 on the Avx2 tier (matmul_packed_avx2.h: 8 rows per register, no horizontal sums)
 // gives the ggml-row AVX2 kernel's bits: the same integer block sums and the same FMA per block.
+// (Packed Q6_K on AVX2 gives the AVX-512 packed kernel's bits instead, whose float order differs
+// from the row kernels'; EveryTierMatchesScalarReference and EachColumnEqualsItsSingleColumn...
+// cover it, and on an AVX-512 machine PackedAvx2Q6KEqualsAvx512PackedBitForBit below.)
 // Heights with a partial half-group (13, 37) and a partial task (300); token counts across the
 // kernel's chunks of 4; threaded and not.
 TEST_P(MatmulTest, PackedAvx2EqualsRowKernelBitForBit) {
@@ -253,6 +256,34 @@ TEST_P(MatmulTest, PackedAvx2EqualsRowKernelBitForBit) {
         matmul(rw.Wp, x.data(), c.cols, T, packed_out.data(), rows, ctx);
         ASSERT_EQ(rows_out, packed_out) << "rows=" << rows << " T=" << T << (p ? " threaded" : "");
       }
+    }
+  }
+}
+
+// Packed Q6_K on the Avx2 tier equals the AVX-512 packed kernel bit for bit (the same integer
+// super-block sums, the same FMA per super-block): a model's logits do not depend on which of
+// the two tiers ran its Q6_K matrices.
+TEST_P(MatmulTest, PackedAvx2Q6KEqualsAvx512PackedBitForBit) {
+  const Case c = GetParam();
+  if (c.type != GgmlType::Q6_K) GTEST_SKIP() << ggml_type_name(c.type) << ": not Q6_K";
+  if (cpu_features().best_tier() < CpuTier::Avx512Vnni) GTEST_SKIP() << "no AVX-512 VNNI on this machine";
+  std::mt19937 rng(static_cast<uint32_t>(c.cols * 17 + 3));
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  ThreadPool pool(2);
+  for (int64_t rows : {13, 37, 300}) {
+    RandomWeights rw(c.type, c.cols, rows, rng, 1.0f);
+    ASSERT_TRUE(rw.can_pack);
+    for (int64_t T : {1, 3, 4, 6}) {
+      std::vector<float> x(static_cast<size_t>(T * c.cols));
+      for (auto& v : x) v = nd(rng);
+      KernelContext ctx;
+      ctx.pool = &pool;
+      std::vector<float> a(static_cast<size_t>(T * rows), NAN), b(a.size(), NAN);
+      set_cpu_tier(CpuTier::Avx512Vnni);
+      matmul(rw.Wp, x.data(), c.cols, T, a.data(), rows, ctx);
+      set_cpu_tier(CpuTier::Avx2);
+      matmul(rw.Wp, x.data(), c.cols, T, b.data(), rows, ctx);
+      ASSERT_EQ(a, b) << "rows=" << rows << " T=" << T;
     }
   }
 }

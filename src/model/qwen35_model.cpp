@@ -378,7 +378,8 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
   const size_t ssm_off = static_cast<size_t>(ssm - st.recurrent_data());
   const int64_t sf = st.ssm_floats();
   const int64_t K_rb = static_cast<int64_t>(out.rollback_states.size());
-  const bool chunked = opt.gdn == GdnAlgorithm::Chunked || (opt.gdn == GdnAlgorithm::Auto && T > 1);
+  const bool chunked = opt.gdn == GdnAlgorithm::Chunked ||
+                       (opt.gdn == GdnAlgorithm::Auto && T > 1 && delta_rule_prefers_chunked(d));
   // Tokens [tail, T) run per token so that each of their states is seen (the state after
   // token tail-1 is the oldest rollback slot), and at least the requested per-token tail.
   const int64_t tail_len = std::max<int64_t>(K_rb > 0 ? K_rb - 1 : 0, opt.per_token_tail);

@@ -24,8 +24,10 @@ namespace tandem {
 
 enum class LogitsMode { None, Last, All };
 
-// Which Gated DeltaNet algorithm runs for multi-token batches. Auto: per-token for
-// a single token, chunked otherwise. (Single tokens always run per token.)
+// Which Gated DeltaNet algorithm runs for multi-token batches. Auto: chunked where the CPU
+// tier has a fast chunked body (kernels::delta_rule_prefers_chunked: AVX-512), per token
+// otherwise — on AVX2 the per-token body beats the scalar chunked reference ~29× (bench/RESULTS.md).
+// (Single tokens always run per token.)
 enum class GdnAlgorithm { Auto, Recurrent, Chunked };
 
 // How a pass hands back its rollback states (ForwardOptions::rollback_states = K > 0).

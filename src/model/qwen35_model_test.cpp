@@ -280,7 +280,9 @@ TEST_F(TinyModel, PerTokenTailGivesTheBitsOfARollbackPass) {
   const std::vector<int32_t> prompt = random_tokens(37, model_->hparams().n_vocab, 9);
   for (int64_t tail : {3, 5}) {
     auto a = model_->new_sequence(64), b = model_->new_sequence(64), c = model_->new_sequence(64);
-    ForwardOptions with_tail, with_states, recurrent;
+    // Chunked named explicitly: Auto runs every token per token on tiers without a fast chunked body.
+    ForwardOptions with_tail, with_states, recurrent, chunked;
+    with_tail.gdn = with_states.gdn = chunked.gdn = GdnAlgorithm::Chunked;
     with_tail.per_token_tail = tail;
     with_states.rollback_states = static_cast<int>(tail) + 1;
     recurrent.gdn = GdnAlgorithm::Recurrent;
@@ -295,7 +297,7 @@ TEST_F(TinyModel, PerTokenTailGivesTheBitsOfARollbackPass) {
     // Without the tail the chunked pass differs (slightly) from the rollback pass.
     ForwardOutput plain;
     auto d = model_->new_sequence(64);
-    model_->forward(*d, prompt, ForwardOptions{}, plain);
+    model_->forward(*d, prompt, chunked, plain);
     EXPECT_NE(plain.logits, ob.logits) << "tail " << tail;
     // A tail as long as the batch: every token per token.
     with_tail.per_token_tail = static_cast<int64_t>(prompt.size());

@@ -4,17 +4,12 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "kernels/simd_avx2.h"
+
 namespace tandem::kernels::avx2 {
 namespace {
 
 constexpr int kRowBlock = 4;
-
-float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 // Scores of rows [r0, r0 + nr) (nr <= 4) at every position one of them sees; a row's score at
 // p is stored only where p < its n_kv.
@@ -34,7 +29,7 @@ void score_block(int r0, int nr, const float* const* q, const int64_t* n_kv, int
       }
     }
     for (int i = 0; i < nr; ++i)
-      if (p < n_kv[r0 + i]) scores[(r0 + i) * ld + p] = hsum(_mm256_add_ps(a0[i], a1[i])) * scale;
+      if (p < n_kv[r0 + i]) scores[(r0 + i) * ld + p] = hsum8(_mm256_add_ps(a0[i], a1[i])) * scale;
   }
 }
 

@@ -5,17 +5,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/simd_avx2.h"
+
 namespace tandem::kernels::avx2 {
-namespace {
-
-float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-}  // namespace
 
 void delta_rule_recurrent(const DeltaRuleInput& in, float* state, float* snapshots, int64_t snapshot_from) {
   const int d = in.d;
@@ -46,7 +38,7 @@ void delta_rule_recurrent(const DeltaRuleInput& in, float* state, float* snapsho
           kv1 = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_loadu_ps(row + i + 8), decay), _mm256_loadu_ps(k + i + 8), kv1);
         }
         if (i < d) kv0 = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_loadu_ps(row + i), decay), _mm256_loadu_ps(k + i), kv0);
-        const __m256 delta = _mm256_set1_ps(beta * (v[j] - hsum(_mm256_add_ps(kv0, kv1))));
+        const __m256 delta = _mm256_set1_ps(beta * (v[j] - hsum8(_mm256_add_ps(kv0, kv1))));
         __m256 qs0 = _mm256_setzero_ps(), qs1 = _mm256_setzero_ps();
         for (i = 0; i + 16 <= d; i += 16) {
           const __m256 r0 = _mm256_fmadd_ps(_mm256_loadu_ps(k + i), delta, _mm256_mul_ps(_mm256_loadu_ps(row + i), decay));
@@ -62,7 +54,7 @@ void delta_rule_recurrent(const DeltaRuleInput& in, float* state, float* snapsho
           _mm256_storeu_ps(dst + i, r0);
           qs0 = _mm256_fmadd_ps(r0, _mm256_loadu_ps(q + i), qs0);
         }
-        o[j] = hsum(_mm256_add_ps(qs0, qs1)) * scale;
+        o[j] = hsum8(_mm256_add_ps(qs0, qs1)) * scale;
       }
       src = S;
       float* snap = in.snapshot_to ? in.snapshot_to[t]

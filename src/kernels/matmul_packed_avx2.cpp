@@ -6,6 +6,8 @@
 
 #include <cstddef>
 
+#include "kernels/simd_avx2.h"
+
 namespace tandem::kernels::avx2 {
 namespace {
 
@@ -13,13 +15,6 @@ constexpr int kGroupRows = 16;
 constexpr int kHalfRows = 8;
 constexpr int64_t kQ4BlockBytes = 256;  // 16 rows × 32 codes as nibbles: four 64-byte lines
 constexpr int kMaxTokens = 4;           // tokens per pass over a half-group's blocks
-
-// The 4 activation codes at p in every 32-bit lane.
-__m256i bcast4(const int8_t* p) {
-  int32_t v;
-  __builtin_memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
-}
 
 // Rows [8h, 8h + 8) of one 16-row group times NC tokens; `rows` of them are stored. Token t's
 // block b is at act + t · act_row + b · 34; its terms at sums[b · T + t], scales[b · T + t]

@@ -30,18 +30,19 @@ void attention_causal(const AttentionInput& in, ScratchBuffer& scratch) {
 
 void attention_rows(const AttentionRows& rows, int head_dim, float scale, const float* k_cache, const float* v_cache,
                     int64_t kv_stride, ScratchBuffer& scratch) {
-  if (active_cpu_tier() >= CpuTier::Avx512Vnni && head_dim % 16 == 0) {
+  // The AVX-512 and AVX2 bodies take the same arguments and a scores buffer of n × longest floats.
+  using Body = void (*)(int, const float* const*, float* const*, const int64_t*, int, float, const float*,
+                        const float*, int64_t, float*);
+  const CpuTier tier = active_cpu_tier();
+  const Body body = head_dim % 16 != 0                ? nullptr
+                    : tier >= CpuTier::Avx512Vnni ? static_cast<Body>(avx512::attention_rows)
+                    : tier >= CpuTier::Avx2       ? static_cast<Body>(avx2::attention_rows)
+                                                  : nullptr;
+  if (body) {
     int64_t longest = 0;
     for (int r = 0; r < rows.n; ++r) longest = rows.n_kv[r] > longest ? rows.n_kv[r] : longest;
     float* scores = scratch.get_as<float>(static_cast<size_t>(rows.n) * static_cast<size_t>(longest));
-    avx512::attention_rows(rows.n, rows.q, rows.out, rows.n_kv, head_dim, scale, k_cache, v_cache, kv_stride, scores);
-    return;
-  }
-  if (active_cpu_tier() >= CpuTier::Avx2 && head_dim % 16 == 0) {
-    int64_t longest = 0;
-    for (int r = 0; r < rows.n; ++r) longest = rows.n_kv[r] > longest ? rows.n_kv[r] : longest;
-    float* scores = scratch.get_as<float>(static_cast<size_t>(rows.n) * static_cast<size_t>(longest));
-    avx2::attention_rows(rows.n, rows.q, rows.out, rows.n_kv, head_dim, scale, k_cache, v_cache, kv_stride, scores);
+    body(rows.n, rows.q, rows.out, rows.n_kv, head_dim, scale, k_cache, v_cache, kv_stride, scores);
     return;
   }
   attention_rows_ref(rows, head_dim, scale, k_cache, v_cache, kv_stride, scratch);

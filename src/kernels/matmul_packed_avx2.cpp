@@ -144,6 +144,36 @@ void q6_K_half(const uint8_t* grp, int64_t nb, int h, const uint8_t* act, size_t
   for (int t = 0; t < NC; ++t) _mm256_maskstore_ps(y + t * ldy, mask, acc[t]);
 }
 
+template <int N>
+struct Tokens {
+  static constexpr int value = N;
+};
+
+// Every 8-row half of the 16-row groups of rows [0, nr), and within it the tokens in chunks of up
+// to kMaxTokens: half(Tokens<nc>, group, h, first token, its output, rows stored). A half-group's
+// blocks (a few KB) stay in L1 while every token chunk reuses them.
+template <typename Half>
+void for_half_groups(const uint8_t* packed, size_t group_bytes, int64_t nr, int64_t T, float* y, int64_t ldy,
+                     Half&& half) {
+  for (int64_t o0 = 0; o0 < nr; o0 += kGroupRows) {
+    const uint8_t* grp = packed + static_cast<size_t>(o0 / kGroupRows) * group_bytes;
+    for (int h = 0; h < 2; ++h) {
+      const int64_t left = nr - o0 - kHalfRows * h;
+      if (left <= 0) break;
+      const int rows = left >= kHalfRows ? kHalfRows : static_cast<int>(left);
+      for (int64_t c0 = 0; c0 < T; c0 += kMaxTokens) {
+        float* yc = y + c0 * ldy + o0 + kHalfRows * h;
+        switch (T - c0 < kMaxTokens ? T - c0 : kMaxTokens) {
+          case 1: half(Tokens<1>{}, grp, h, c0, yc, rows); break;
+          case 2: half(Tokens<2>{}, grp, h, c0, yc, rows); break;
+          case 3: half(Tokens<3>{}, grp, h, c0, yc, rows); break;
+          default: half(Tokens<4>{}, grp, h, c0, yc, rows); break;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void q4_0_packed_terms(const BlockQ8_0* a, int64_t nb, int64_t stride, int32_t* sums, float* scales) {
@@ -158,48 +188,20 @@ void q4_0_packed_terms(const BlockQ8_0* a, int64_t nb, int64_t stride, int32_t* 
 void gemm_packed_q4_0(const uint8_t* packed, size_t group_bytes, int64_t n, int64_t nr, const uint8_t* act,
                       size_t act_row, const int32_t* sums, const float* scales, int64_t T, float* y, int64_t ldy) {
   const int64_t nb = n / 32;
-  for (int64_t o0 = 0; o0 < nr; o0 += kGroupRows) {
-    const uint8_t* grp = packed + static_cast<size_t>(o0 / kGroupRows) * group_bytes;
-    for (int h = 0; h < 2; ++h) {
-      const int64_t left = nr - o0 - kHalfRows * h;
-      if (left <= 0) break;
-      const int rows = left >= kHalfRows ? kHalfRows : static_cast<int>(left);
-      // The group's blocks (nb × 288 bytes) stay in L1 while every token chunk reuses them.
-      for (int64_t c0 = 0; c0 < T; c0 += kMaxTokens) {
-        const uint8_t* a = act + static_cast<size_t>(c0) * act_row;
-        float* yc = y + c0 * ldy + o0 + kHalfRows * h;
-        switch (T - c0 < kMaxTokens ? T - c0 : kMaxTokens) {
-          case 1: half_group<1>(grp, nb, h, a, act_row, sums + c0, scales + c0, T, yc, ldy, rows); break;
-          case 2: half_group<2>(grp, nb, h, a, act_row, sums + c0, scales + c0, T, yc, ldy, rows); break;
-          case 3: half_group<3>(grp, nb, h, a, act_row, sums + c0, scales + c0, T, yc, ldy, rows); break;
-          default: half_group<4>(grp, nb, h, a, act_row, sums + c0, scales + c0, T, yc, ldy, rows); break;
-        }
-      }
-    }
-  }
+  for_half_groups(packed, group_bytes, nr, T, y, ldy, [&](auto nc, const uint8_t* grp, int h, int64_t c0, float* yc,
+                                                          int rows) {
+    half_group<decltype(nc)::value>(grp, nb, h, act + static_cast<size_t>(c0) * act_row, act_row, sums + c0,
+                                    scales + c0, T, yc, ldy, rows);
+  });
 }
 
 void gemm_packed_q6_K(const uint8_t* packed, size_t group_bytes, int64_t n, int64_t nr, const uint8_t* act,
                       size_t act_row, int64_t T, float* y, int64_t ldy) {
   const int64_t nb = n / 256;
-  for (int64_t o0 = 0; o0 < nr; o0 += kGroupRows) {
-    const uint8_t* grp = packed + static_cast<size_t>(o0 / kGroupRows) * group_bytes;
-    for (int h = 0; h < 2; ++h) {
-      const int64_t left = nr - o0 - kHalfRows * h;
-      if (left <= 0) break;
-      const int rows = left >= kHalfRows ? kHalfRows : static_cast<int>(left);
-      for (int64_t c0 = 0; c0 < T; c0 += kMaxTokens) {
-        const uint8_t* a = act + static_cast<size_t>(c0) * act_row;
-        float* yc = y + c0 * ldy + o0 + kHalfRows * h;
-        switch (T - c0 < kMaxTokens ? T - c0 : kMaxTokens) {
-          case 1: q6_K_half<1>(grp, nb, h, a, act_row, yc, ldy, rows); break;
-          case 2: q6_K_half<2>(grp, nb, h, a, act_row, yc, ldy, rows); break;
-          case 3: q6_K_half<3>(grp, nb, h, a, act_row, yc, ldy, rows); break;
-          default: q6_K_half<4>(grp, nb, h, a, act_row, yc, ldy, rows); break;
-        }
-      }
-    }
-  }
+  for_half_groups(packed, group_bytes, nr, T, y, ldy, [&](auto nc, const uint8_t* grp, int h, int64_t c0, float* yc,
+                                                          int rows) {
+    q6_K_half<decltype(nc)::value>(grp, nb, h, act + static_cast<size_t>(c0) * act_row, act_row, yc, ldy, rows);
+  });
 }
 
 }  // namespace tandem::kernels::avx2

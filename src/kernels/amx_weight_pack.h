@@ -92,8 +92,8 @@ size_t packed_bytes(GgmlType t, int64_t rows, int64_t n);
 void pack_weights(GgmlType t, const uint8_t* w, size_t stride, int64_t rows, int64_t n, uint8_t* out);
 
 // Owner of the packed copies of a model's matrices. pack() fills W.amx_packed (matmul then
-// takes the AMX path for every T on the Amx tier, or the packed K-quant kernels from the
-// Avx512Vnni tier up); the ggml rows stay where they are for the other tiers and for row
+// takes the AMX path for every T on the Amx tier, the packed K-quant kernels from the
+// Avx512Vnni tier up, or the packed Q4_0 / Q6_K kernels on AVX2); the ggml rows stay where they are for the other tiers and for row
 // lookups (tied embeddings).
 class PackedWeights {
  public:

@@ -20,6 +20,8 @@
 //    weight tiles, matmul_kquant_amx.h), fewer on the vector units, same bits;
 //  * on AVX-512 VNNI without AMX, packed Q4_0/Q8_0 run on the vector units for every T
 //    (16 rows per register, tokens in chunks of 4: the interleaved layout the row kernels lack);
+//  * on AVX2 without AVX-512, packed Q4_0 and Q6_K run on VPMADDUBSW for every T, 8 rows per
+//    register (matmul_packed_avx2.h); the other types on the AVX2 row kernels;
 //  * types or tiers without a SIMD kernel: the scalar reference, still threaded.
 //  * ActivationMode::Exact (opt-in, for accuracy comparisons): weight rows are dequantized
 //    to float and multiplied with the unconverted float activations on the tier's F32
@@ -43,8 +45,8 @@ struct WeightMatrix {
   const uint8_t* data = nullptr;
   size_t row_stride = 0;  // bytes per row
   // The same rows in AMX tile order (amx_weight_pack.h; Q4_K / Q5_K / Q6_K: their 16-row interleaves), or null.
-  // Set at model load on AVX-512 VNNI and AMX machines; matmul then multiplies the 16-row
-  // groups (tiles or vector units).
+  // Set at model load where matmul_uses_packed(type) holds (AVX-512 VNNI and AMX; Q4_0 / Q6_K on
+  // AVX2); matmul then multiplies the 16-row groups (tiles or vector units).
   const uint8_t* amx_packed = nullptr;
 
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_stride; }

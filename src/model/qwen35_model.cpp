@@ -12,7 +12,6 @@
 #include "kernels/delta_rule.h"
 #include "kernels/elementwise.h"
 #include "kernels/matmul.h"
-#include "runtime/cpu_features.h"
 #include "kernels/norms.h"
 #include "kernels/rope.h"
 
@@ -97,7 +96,7 @@ std::unique_ptr<Qwen35Model> Qwen35Model::load(const std::string& path, int n_th
   m->file_ = GgufFile::open(path);
   m->hp_ = Qwen35HParams::from_gguf(*m->file_);
   m->w_ = Qwen35Weights::load(*m->file_, m->hp_);
-  if (active_cpu_tier() >= CpuTier::Avx2) m->pack_for_matrix_path();
+  m->pack_for_matrix_path();  // only the types the tier multiplies packed (kernels::matmul_uses_packed)
   m->pool_ = std::make_unique<ThreadPool>(n_threads);
   m->governor_ = std::make_unique<CpuResourceGovernor>(*m->pool_);
   m->ws_ = std::make_unique<Workspace>();

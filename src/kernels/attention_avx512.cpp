@@ -17,62 +17,109 @@ namespace {
 // How many cache rows ahead the weighted-V loop prefetches.
 constexpr int64_t kPrefetchRows = 8;
 
-// Scores of 4 query rows × 4 positions at a time: the 16 dot products are independent chains
-// interleaved in one loop, and each 16-float chunk of a K row is loaded once for the 4 rows
-// (a row at a time would wait on one 16-deep FMA chain per score, and read K once per row).
-// Each score is the same chain over the chunks and the same sum tree whatever block or slot
-// it falls in, so a row's scores do not depend on its neighbours. Rows past the group repeat
-// its last row and positions past the block's longest row repeat its last position (their
-// results are dropped); positions a row does not see are neither stored nor in its max.
-void score_rows(int r0, int n, const float* const* q, const int64_t* n_kv, int nv, float scale, const float* k_cache,
-                int64_t kv_stride, float* scores, int64_t ld, float* mx) {
+// A group of 4 query rows as score_rows (below) walks the positions with it.
+struct ScoreGroup {
   const float* qr[4];
-  int64_t seen = 0;  // the block's longest row
+  int64_t seen = 0;  // the group's longest row
+  __m512i nkv;       // lane 4i + j: row i's n_kv (0 for pad rows)
+  __m512 vmax;
+};
+
+ScoreGroup score_group(int r0, int n, const float* const* q, const int64_t* n_kv) {
+  ScoreGroup g;
   alignas(64) int32_t lane_nkv[16];
   for (int i = 0; i < 4; ++i) {
     const int r = r0 + i < n ? r0 + i : n - 1;
-    qr[i] = q[r];
-    seen = n_kv[r] > seen ? n_kv[r] : seen;
+    g.qr[i] = q[r];
+    g.seen = n_kv[r] > g.seen ? n_kv[r] : g.seen;
     // Lane 4i + j is row i, position p0 + j: it counts while p0 + j < n_kv (none for pad rows).
     for (int j = 0; j < 4; ++j) lane_nkv[4 * i + j] = r0 + i < n ? static_cast<int32_t>(n_kv[r]) : 0;
   }
-  const __m512i nkv = _mm512_load_si512(lane_nkv);
+  g.nkv = _mm512_load_si512(lane_nkv);
+  g.vmax = _mm512_set1_ps(-INFINITY);
+  return g;
+}
+
+// Lanes 4I..4I+3 of sc where valid, to dst[0..3].
+template <int I>
+__attribute__((always_inline)) inline void store_row(__m512 sc, __mmask16 valid, float* dst) {
+  _mm_mask_storeu_ps(dst, static_cast<__mmask8>((valid >> (4 * I)) & 0xF), _mm512_extractf32x4_ps(sc, I));
+}
+
+// One group's 16 scores at positions p0..p0+3 (see score_rows). kPrefetch: also ask for the
+// K rows 4 positions on (once per block, by the block's first group).
+template <bool kPrefetch>
+__attribute__((always_inline)) inline void score_block(ScoreGroup& g, int r0, int n, int64_t p0, int nv,
+                                                       __m512 vscale, const float* k_cache, int64_t kv_stride,
+                                                       float* scores, int64_t ld) {
   const __m512i lane_pos = _mm512_set_epi32(3, 2, 1, 0, 3, 2, 1, 0, 3, 2, 1, 0, 3, 2, 1, 0);
-  const __m512 vscale = _mm512_set1_ps(scale);
-  __m512 vmax = _mm512_set1_ps(-INFINITY);
-  for (int64_t p0 = 0; p0 < seen; p0 += 4) {
-    const float* kp[4];
-    for (int j = 0; j < 4; ++j) kp[j] = k_cache + (p0 + j < seen ? p0 + j : seen - 1) * kv_stride;
-    __m512 acc[16];  // acc[4j + i]: row i, position p0 + j (the order reduce16_transposed turns row-major)
-    for (int k = 0; k < 16; ++k) acc[k] = _mm512_setzero_ps();
-    for (int c = 0; c < nv; ++c) {
-      __m512 kv[4];
-      for (int j = 0; j < 4; ++j) {
-        // The next block's K rows, a line per row and chunk (rows are kv_stride apart).
-        _mm_prefetch(reinterpret_cast<const char*>(kp[j] + 4 * kv_stride + 16 * c), _MM_HINT_T0);
-        kv[j] = _mm512_loadu_ps(kp[j] + 16 * c);
-      }
-      for (int i = 0; i < 4; ++i) {
-        const __m512 qv = _mm512_loadu_ps(qr[i] + 16 * c);
-        for (int j = 0; j < 4; ++j) acc[4 * j + i] = _mm512_fmadd_ps(qv, kv[j], acc[4 * j + i]);
-      }
+  const float* kp[4];
+  for (int j = 0; j < 4; ++j) kp[j] = k_cache + (p0 + j < g.seen ? p0 + j : g.seen - 1) * kv_stride;
+  __m512 acc[16];  // acc[4j + i]: row i, position p0 + j (the order reduce16_transposed turns row-major)
+  for (int k = 0; k < 16; ++k) acc[k] = _mm512_setzero_ps();
+  for (int c = 0; c < nv; ++c) {
+    __m512 kv[4];
+    for (int j = 0; j < 4; ++j) {
+      // The next block's K rows, a line per row and chunk (rows are kv_stride apart).
+      if constexpr (kPrefetch) _mm_prefetch(reinterpret_cast<const char*>(kp[j] + 4 * kv_stride + 16 * c), _MM_HINT_T0);
+      kv[j] = _mm512_loadu_ps(kp[j] + 16 * c);
     }
-    const __m512 sums = reduce16_transposed(acc, [](__m512 a, __m512 b) { return _mm512_add_ps(a, b); });
-    const __m512 sc = _mm512_mul_ps(sums, vscale);  // lane 4i + j: row i, position p0 + j
-    const __mmask16 valid =
-        _mm512_cmplt_epi32_mask(_mm512_add_epi32(lane_pos, _mm512_set1_epi32(static_cast<int32_t>(p0))), nkv);
-    vmax = _mm512_mask_max_ps(vmax, valid, vmax, sc);
-    for (int i = 0; i < 4 && r0 + i < n; ++i) {  // row i's seen positions: a prefix of its 4 lanes
-      const __mmask16 lanes = static_cast<__mmask16>(valid & (0xFu << (4 * i)));
-      _mm512_mask_compressstoreu_ps(scores + (r0 + i) * ld + p0, lanes, sc);
+    for (int i = 0; i < 4; ++i) {
+      const __m512 qv = _mm512_loadu_ps(g.qr[i] + 16 * c);
+      for (int j = 0; j < 4; ++j) acc[4 * j + i] = _mm512_fmadd_ps(qv, kv[j], acc[4 * j + i]);
     }
   }
-  alignas(64) float m[16];
-  _mm512_store_ps(m, vmax);
-  for (int i = 0; i < 4 && r0 + i < n; ++i) {
-    const float a = m[4 * i] > m[4 * i + 1] ? m[4 * i] : m[4 * i + 1];
-    const float b = m[4 * i + 2] > m[4 * i + 3] ? m[4 * i + 2] : m[4 * i + 3];
-    mx[r0 + i] = a > b ? a : b;
+  const __m512 sums = reduce16_transposed(acc, [](__m512 a, __m512 b) { return _mm512_add_ps(a, b); });
+  const __m512 sc = _mm512_mul_ps(sums, vscale);  // lane 4i + j: row i, position p0 + j
+  const __mmask16 valid =
+      _mm512_cmplt_epi32_mask(_mm512_add_epi32(lane_pos, _mm512_set1_epi32(static_cast<int32_t>(p0))), g.nkv);
+  g.vmax = _mm512_mask_max_ps(g.vmax, valid, g.vmax, sc);
+  // Row i's seen positions are a prefix of its 4 lanes: a masked 128-bit store each (the
+  // memory form of VCOMPRESSPS is microcoded on AMD Zen 4, ~40% of this function's time there).
+  const int rows = n - r0 < 4 ? n - r0 : 4;
+  store_row<0>(sc, valid, scores + r0 * ld + p0);
+  if (rows > 1) store_row<1>(sc, valid, scores + (r0 + 1) * ld + p0);
+  if (rows > 2) store_row<2>(sc, valid, scores + (r0 + 2) * ld + p0);
+  if (rows > 3) store_row<3>(sc, valid, scores + (r0 + 3) * ld + p0);
+}
+
+// Scores of every row, 4 query rows × 4 positions at a time: the 16 dot products are
+// independent chains interleaved in one loop, and each 16-float chunk of a K row is loaded once
+// for the 4 rows (a row at a time would wait on one 16-deep FMA chain per score, and read K once
+// per row). Positions are the outer loop and the groups of 4 rows the inner one, so a block's 4
+// K rows (4 KB at head 256) are fetched once and stay in L1 for the other groups (a 1+3 pass has
+// four). Each score is the same chain over the chunks and the same sum tree whatever block or
+// slot it falls in, so a row's scores do not depend on its neighbours. Rows past the last group
+// repeat its last row and positions past a group's longest row repeat its last position (their
+// results are dropped); positions a row does not see are neither stored nor in its max.
+void score_rows(int n, const float* const* q, const int64_t* n_kv, int nv, float scale, const float* k_cache,
+                int64_t kv_stride, float* scores, int64_t ld, float* mx) {
+  constexpr int kMaxGroups = 4;  // attention_rows takes at most 16 rows
+  ScoreGroup groups[kMaxGroups];
+  const int ng = (n + 3) / 4;
+  int64_t longest = 0;
+  for (int gi = 0; gi < ng; ++gi) {
+    groups[gi] = score_group(4 * gi, n, q, n_kv);
+    longest = groups[gi].seen > longest ? groups[gi].seen : longest;
+  }
+  const __m512 vscale = _mm512_set1_ps(scale);
+  for (int64_t p0 = 0; p0 < longest; p0 += 4) {
+    bool first = true;
+    for (int gi = 0; gi < ng; ++gi) {
+      if (p0 >= groups[gi].seen) continue;
+      if (first) score_block<true>(groups[gi], 4 * gi, n, p0, nv, vscale, k_cache, kv_stride, scores, ld);
+      else score_block<false>(groups[gi], 4 * gi, n, p0, nv, vscale, k_cache, kv_stride, scores, ld);
+      first = false;
+    }
+  }
+  for (int gi = 0; gi < ng; ++gi) {
+    alignas(64) float m[16];
+    _mm512_store_ps(m, groups[gi].vmax);
+    for (int i = 0; i < 4 && 4 * gi + i < n; ++i) {
+      const float a = m[4 * i] > m[4 * i + 1] ? m[4 * i] : m[4 * i + 1];
+      const float b = m[4 * i + 2] > m[4 * i + 3] ? m[4 * i + 2] : m[4 * i + 3];
+      mx[4 * gi + i] = a > b ? a : b;
+    }
   }
 }
 
@@ -127,7 +174,7 @@ void attention_rows(int n, const float* const* q, float* const* out, const int64
   // 1. Scores.
   float mx[16];
   for (int r = 0; r < n; ++r) mx[r] = -INFINITY;
-  for (int r0 = 0; r0 < n; r0 += 4) score_rows(r0, n, q, n_kv, nv, scale, k_cache, kv_stride, scores, ld, mx);
+  score_rows(n, q, n_kv, nv, scale, k_cache, kv_stride, scores, ld, mx);
   // 2. Softmax per row; weights past n_kv are zero.
   for (int r = 0; r < n; ++r) {
     float* sr = scores + r * ld;

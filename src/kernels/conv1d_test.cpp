@@ -20,11 +20,12 @@ std::vector<CpuTier> tiers() {
 }
 
 // Every tier against the scalar reference; channel counts not multiples of 16, batches
-// shorter than the window, a non-zero incoming state, and the state-after helper.
+// shorter than the window, a non-zero incoming state, and the state-after helper. Kernels of
+// 1 (no window) to 8 (the AVX-512 kernel's widest: eight interleaved weight vectors).
 TEST(Conv1d, EveryTierMatchesScalarReference) {
   std::mt19937 rng(5);
   std::normal_distribution<float> nd;
-  for (int K : {2, 4, 5})
+  for (int K : {1, 2, 3, 4, 5, 8})
     for (int64_t channels : {1, 17, 100, 300})  // 300: two strips of the AVX-512 kernel, the last ragged
       for (int64_t T : {1, 2, 9}) {
         const int64_t ld = channels + 3;
@@ -43,6 +44,7 @@ TEST(Conv1d, EveryTierMatchesScalarReference) {
           EXPECT_LE(m, 2e-6) << "K " << K << " channels " << channels << " T " << T << " " << cpu_tier_name(tier);
         }
         set_cpu_tier(cpu_features().best_tier());
+        if (K == 1) continue;  // no state
         // The state after n tokens is the last K-1 inputs, reaching into the old state when n < K-1.
         std::vector<float> after(st.size());
         conv_state_after(x.data(), ld, 1, channels, K, st.data(), after.data());

@@ -83,6 +83,8 @@ TEST(Conv1d, StateAfterIsTheLastInputsOfEveryChannel) {
     }
 }
 
+// silu_mul, mul_silu and mul_sigmoid on every tier against the formulas; lengths that are not
+// multiples of 16, and a large negative input (exp's overflow side).
 TEST(Elementwise, SiluProductsMatchScalarOnEveryTier) {
   std::mt19937 rng(9);
   std::normal_distribution<float> nd(0.0f, 4.0f);
@@ -91,14 +93,17 @@ TEST(Elementwise, SiluProductsMatchScalarOnEveryTier) {
     for (auto& v : g) v = nd(rng);
     for (auto& v : u) v = nd(rng);
     g[0] = -90.0f;  // exp overflow side
-    std::vector<float> ref(g.size());
+    std::vector<float> ref(g.size()), ref_sig(g.size());
     for (size_t i = 0; i < g.size(); ++i) ref[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+    for (size_t i = 0; i < g.size(); ++i) ref_sig[i] = u[i] / (1.0f + std::exp(-g[i]));
     for (CpuTier tier : tiers()) {
       set_cpu_tier(tier);
-      std::vector<float> y(g.size()), x = u;
+      std::vector<float> y(g.size()), x = u, s = u;
       silu_mul(g.data(), u.data(), y.data(), n);
       mul_silu(x.data(), g.data(), n);
+      mul_sigmoid(s.data(), g.data(), n);
       for (size_t i = 0; i < y.size(); ++i) {
+        EXPECT_NEAR(s[i], ref_sig[i], 1e-6 * (1 + std::fabs(ref_sig[i]))) << i << " " << cpu_tier_name(tier);
         EXPECT_NEAR(y[i], ref[i], 1e-6 * (1 + std::fabs(ref[i]))) << i << " " << cpu_tier_name(tier);
         EXPECT_NEAR(x[i], ref[i], 1e-6 * (1 + std::fabs(ref[i]))) << i << " " << cpu_tier_name(tier);
       }

@@ -16,4 +16,9 @@ void mul_silu(float* x, const float* z, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= silu(z[i]);
 }
 
+void mul_sigmoid(float* x, const float* z, int64_t n) {
+  if (active_cpu_tier() >= CpuTier::Avx512Vnni) return avx512::mul_sigmoid(x, z, n);
+  for (int64_t i = 0; i < n; ++i) x[i] *= sigmoid(z[i]);
+}
+
 }  // namespace tandem::kernels

@@ -45,6 +45,17 @@ void mul_silu(float* x, const float* z, int64_t n) {
   }
 }
 
+void mul_sigmoid(float* x, const float* z, int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  auto gate = [&](__m512 v) { return _mm512_div_ps(one, _mm512_add_ps(one, exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), v)))); };
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), gate(_mm512_loadu_ps(z + i))));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), gate(_mm512_maskz_loadu_ps(m, z + i))));
+  }
+}
+
 namespace {
 
 // Tap j of 16 channels whose taps lie interleaved (channel c's tap j at c·stride + j): the

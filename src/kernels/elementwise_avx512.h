@@ -10,6 +10,8 @@ namespace tandem::kernels::avx512 {
 void silu_mul(const float* g, const float* u, float* y, int64_t n);
 // x[i] *= silu(z[i])
 void mul_silu(float* x, const float* z, int64_t n);
+// x[i] *= sigmoid(z[i])
+void mul_sigmoid(float* x, const float* z, int64_t n);
 // Σ x[i]² with each square rounded to float and eight double partial sums (lane j takes
 // i ≡ j mod 8) combined as ((0+1)+(2+3))+((4+5)+(6+7)), the tail added after: the same bits as
 // norms.cpp's scalar loop, eight lanes per instruction instead of one chain per lane.

@@ -581,10 +581,7 @@ void Qwen35Model::attention_layer(const Qwen35LayerWeights& L, float* kc, float*
     attention_rows(rows, hd, 1.0f / std::sqrt(static_cast<float>(hd)), kc + static_cast<int64_t>(g) * hd,
                    vc + static_cast<int64_t>(g) * hd, kvd, ws.per_thread[thread]);
     // The output gate of the task's rows.
-    for (int r = 0; r < rows.n; ++r) {
-      const float* gate = rows.q[r] + hd;
-      for (int j = 0; j < hd; ++j) rows.out[r][j] *= sigmoid(gate[j]);
-    }
+    for (int r = 0; r < rows.n; ++r) mul_sigmoid(rows.out[r], rows.q[r] + hd, hd);
   });
   project(L.attn_output, o, nh * hd, T, sized(ws.m, T * n_embd), n_embd);
 }

@@ -1,5 +1,6 @@
 #include "kernels/amx_weight_pack.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -9,6 +10,7 @@
 
 #include "gguf/quants.h"
 #include "kernels/matmul.h"
+#include "runtime/huge_pages.h"
 
 namespace tandem::kernels::amx {
 namespace {
@@ -172,13 +174,26 @@ void PackedWeights::Free::operator()(uint8_t* p) const { std::free(p); }
 bool PackedWeights::pack(WeightMatrix& W) {
   if (W.amx_packed || !packable(W)) return false;
   const size_t n = packed_bytes(W.type, W.rows, W.cols);
-  auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, (n + 63) / 64 * 64));
-  if (!p) throw std::bad_alloc();
-  bufs_.emplace_back(p);
+  uint8_t* p = carve(n);
   pack_weights(W.type, W.data, W.row_stride, W.rows, W.cols, p);
   W.amx_packed = p;
   bytes_ += n;
+  ++matrices_;
   return true;
+}
+
+uint8_t* PackedWeights::carve(size_t n) {
+  n = (n + 63) / 64 * 64;
+  if (n > arena_left_) {
+    const size_t size = std::max(kArenaBytes, (n + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
+    arenas_.emplace_back(static_cast<uint8_t*>(allocate_streamed(size)));  // read end to end per token
+    next_ = arenas_.back().get();
+    arena_left_ = size;
+  }
+  uint8_t* p = next_;
+  next_ += n;
+  arena_left_ -= n;
+  return p;
 }
 
 }  // namespace tandem::kernels::amx

@@ -100,12 +100,21 @@ class PackedWeights {
   // Packs W when its type has a packed form and it is not packed yet; returns whether it did.
   bool pack(WeightMatrix& W);
   size_t bytes() const { return bytes_; }
-  size_t matrices() const { return bufs_.size(); }
+  size_t matrices() const { return matrices_; }
 
  private:
+  // The packed matrices are carved from arenas of kArenaBytes or more (runtime/huge_pages.h:
+  // 2 MiB-aligned, on transparent huge pages where the kernel grants them), one after another
+  // at 64-byte boundaries: a matrix of its own huge-page-rounded buffer would hold up to 2 MiB
+  // of a page it never uses (a 0.8B FFN matrix is 2.06 MB).
+  static constexpr size_t kArenaBytes = size_t{64} << 20;
+  uint8_t* carve(size_t n);
   struct Free { void operator()(uint8_t* p) const; };
-  std::vector<std::unique_ptr<uint8_t, Free>> bufs_;
+  std::vector<std::unique_ptr<uint8_t, Free>> arenas_;
+  uint8_t* next_ = nullptr;  // the last arena's first unused byte
+  size_t arena_left_ = 0;    // and how many follow it
   size_t bytes_ = 0;
+  size_t matrices_ = 0;
 };
 
 }  // namespace tandem::kernels::amx

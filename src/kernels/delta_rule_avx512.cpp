@@ -421,9 +421,13 @@ __attribute__((always_inline)) inline void dot_rows(const float* xs, const __m51
   }
 }
 
+// Where sweep 2 also writes the rows: nowhere, or a rollback snapshot, streamed when it is
+// cache-line aligned (it is read again only if a draft is rejected).
+enum class Snap { None, Store, Stream };
+
 // Sweep 2: x_r ← decay · x_r + δ_r k from xs to xd (streaming stores with kStream), also to
-// snap (with kSnap), and acc[r] = x_r · q.
-template <int NV, bool kStream, bool kSnap>
+// snap (kSnap), and acc[r] = x_r · q.
+template <int NV, bool kStream, Snap kSnap>
 __attribute__((always_inline)) inline void update_rows(const float* xs, float* xd, float* snap, const __m512* k,
                                                        const __m512* q, __m512 dc, const float* delta,
                                                        __m512* acc) {
@@ -437,7 +441,8 @@ __attribute__((always_inline)) inline void update_rows(const float* xs, float* x
       const __m512 x = _mm512_fmadd_ps(k[u], dl, _mm512_mul_ps(_mm512_loadu_ps(xs + r * d + 16 * u), dc));
       if constexpr (kStream) _mm512_stream_ps(xd + r * d + 16 * u, x);
       else _mm512_storeu_ps(xd + r * d + 16 * u, x);
-      if constexpr (kSnap) _mm512_storeu_ps(snap + r * d + 16 * u, x);
+      if constexpr (kSnap == Snap::Stream) _mm512_stream_ps(snap + r * d + 16 * u, x);
+      else if constexpr (kSnap == Snap::Store) _mm512_storeu_ps(snap + r * d + 16 * u, x);
       b = u == 0 ? _mm512_mul_ps(x, q[0]) : _mm512_fmadd_ps(x, q[u], b);
     }
     acc[r] = b;
@@ -527,12 +532,15 @@ void recurrent_head(const DeltaRuleInput& in, int h, float* S, const float* S_in
         const __m256 v = _mm256_loadu_ps(in.v + t * in.ldv + h * d + j);
         _mm256_store_ps(delta, _mm256_mul_ps(_mm256_set1_ps(beta[i]), _mm256_sub_ps(v, kv)));
         float* sn = snap[i] ? snap[i] + j * d : nullptr;
+        const Snap snap_kind = !sn ? Snap::None : (reinterpret_cast<uintptr_t>(sn) & 63) == 0 ? Snap::Stream : Snap::Store;
         if (to_stream) {
-          if (sn) update_rows<NV, true, true>(xs, xd, sn, k, q, dc, delta, acc);
-          else update_rows<NV, true, false>(xs, xd, sn, k, q, dc, delta, acc);
+          if (snap_kind == Snap::Stream) update_rows<NV, true, Snap::Stream>(xs, xd, sn, k, q, dc, delta, acc);
+          else if (snap_kind == Snap::Store) update_rows<NV, true, Snap::Store>(xs, xd, sn, k, q, dc, delta, acc);
+          else update_rows<NV, true, Snap::None>(xs, xd, sn, k, q, dc, delta, acc);
         } else {
-          if (sn) update_rows<NV, false, true>(xs, xd, sn, k, q, dc, delta, acc);
-          else update_rows<NV, false, false>(xs, xd, sn, k, q, dc, delta, acc);
+          if (snap_kind == Snap::Stream) update_rows<NV, false, Snap::Stream>(xs, xd, sn, k, q, dc, delta, acc);
+          else if (snap_kind == Snap::Store) update_rows<NV, false, Snap::Store>(xs, xd, sn, k, q, dc, delta, acc);
+          else update_rows<NV, false, Snap::None>(xs, xd, sn, k, q, dc, delta, acc);
         }
         _mm256_storeu_ps(in.out + t * in.ldo + h * d + j,
                          _mm256_mul_ps(_mm256_set1_ps(scale), reduce8_add_transposed(acc)));
@@ -608,10 +616,10 @@ void delta_rule_recurrent(const DeltaRuleInput& in, float* state, float* snapsho
       default: recurrent_head_any(in, h, S, S_in, snapshots, snapshot_from); break;
     }
   }
-  // The streaming stores of the heads' final rows (recurrent_head) are ordered before
-  // whatever reads them next; one fence per call lets each head's drain overlap the next
-  // head's arithmetic instead of waiting for it.
-  if (in.state_in) _mm_sfence();
+  // The streaming stores of the heads' final rows and snapshots (recurrent_head) are ordered
+  // before whatever reads them next; one fence per call lets each head's drain overlap the
+  // next head's arithmetic instead of waiting for it.
+  if (in.state_in || in.snapshot_to || snapshots) _mm_sfence();
 }
 
 size_t delta_rule_chunked_workspace_floats(int d) { return work_floats(d); }

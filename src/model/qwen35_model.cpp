@@ -14,6 +14,7 @@
 #include "kernels/matmul.h"
 #include "kernels/norms.h"
 #include "kernels/rope.h"
+#include "kernels/stream_copy.h"
 
 namespace tandem {
 
@@ -390,10 +391,15 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
   std::sort(ends.begin(), ends.end());
   ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
 
+  // A kept state is not read again unless a draft is rejected: streamed out by both threads.
   auto save_rollback = [&](int64_t after_tokens, const float* state) {
     const int64_t slot = T - after_tokens;
-    if (K_rb > 0 && slot >= 0 && slot < K_rb && out.rollback_states[static_cast<size_t>(slot)].pos >= 0)
-      std::memcpy(out.rollback_states[slot].data.data() + ssm_off, state, sf * sizeof(float));
+    if (K_rb > 0 && slot >= 0 && slot < K_rb && out.rollback_states[static_cast<size_t>(slot)].pos >= 0) {
+      float* dst = out.rollback_states[static_cast<size_t>(slot)].data.data() + ssm_off;
+      pool_->parallel_for(H_v, [&](int64_t h, int) {
+        copy_streaming(dst + h * d * d, state + h * d * d, static_cast<int64_t>(d) * d);
+      });
+    }
   };
   // 5. (in the same tasks) Gated RMSNorm of head h's outputs for tokens [t0, t1).
   auto gated_norm = [&](int64_t h, int64_t t0, int64_t t1) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "model/test_models.h"
@@ -24,13 +25,13 @@ std::vector<int32_t> random_tokens(int64_t n, int64_t n_vocab, uint32_t seed) {
   return t;
 }
 
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+double max_abs_diff(std::span<const float> a, std::span<const float> b) {
   EXPECT_EQ(a.size(), b.size());
   double m = 0;
   for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::fabs(double(a[i]) - b[i]));
   return m;
 }
-double max_abs(const std::vector<float>& a) {
+double max_abs(std::span<const float> a) {
   double m = 0;
   for (float x : a) m = std::max(m, std::fabs(double(x)));
   return m;
@@ -200,7 +201,7 @@ TEST_F(TinyModel, ReplayRollbackEqualsSnapshotsBitForBit) {
     EXPECT_EQ(b->n_past(), P + n);
     RecurrentCheckpoint got;
     b->save_recurrent(got);
-    const std::vector<float>& want = n == 0 ? before.data : snap_out.rollback_states[static_cast<size_t>(T - n)].data;
+    const StateBuffer& want = n == 0 ? before.data : snap_out.rollback_states[static_cast<size_t>(T - n)].data;
     ASSERT_EQ(got.data.size(), want.size());
     EXPECT_EQ(std::memcmp(got.data.data(), want.data(), want.size() * sizeof(float)), 0);
     // Continue from there: the same logits as a sequence that ran exactly [0, P + n).

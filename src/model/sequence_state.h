@@ -17,17 +17,18 @@
 
 namespace tandem {
 
-// A copy of the recurrent state of all GDN layers at token position `pos`
-// (the state after consuming tokens [0, pos)).
-struct RecurrentCheckpoint {
-  int64_t pos = -1;
-  std::vector<float> data;
-  size_t bytes() const { return data.size() * sizeof(float); }
-};
-
 // A sequence's recurrent state (conv states then delta-rule states, every GDN layer), cache-line
 // aligned so that kernels may stream whole rows into it.
 using StateBuffer = CacheAlignedVector<float>;
+
+// A copy of the recurrent state of all GDN layers at token position `pos`
+// (the state after consuming tokens [0, pos)). Cache-line aligned too: the rollback states of a
+// prompt pass are written with streaming stores (they are not read again soon).
+struct RecurrentCheckpoint {
+  int64_t pos = -1;
+  StateBuffer data;
+  size_t bytes() const { return data.size() * sizeof(float); }
+};
 
 class SequenceState {
  public:

@@ -184,7 +184,7 @@ bool PackedWeights::pack(WeightMatrix& W) {
 uint8_t* PackedWeights::carve(size_t n) {
   n = (n + 63) / 64 * 64;
   if (n > arena_left_) {
-    const size_t size = std::max(kArenaBytes, (n + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
+    const size_t size = std::max(kArenaBytes, n);  // allocate_streamed rounds to whole huge pages
     arenas_.emplace_back(static_cast<uint8_t*>(allocate_streamed(size)));  // read end to end per token
     next_ = arenas_.back().get();
     arena_left_ = size;

@@ -19,6 +19,7 @@
 #include "kernels/delta_rule_avx512.h"
 
 #include <immintrin.h>
+#include <type_traits>
 
 #include "kernels/simd_avx512.h"
 #include <math.h>
@@ -455,7 +456,8 @@ __attribute__((always_inline)) inline void update_rows(const float* xs, float* x
 // tandem_bench_delta_rule Recurrent_steps/4 (4B layer, one thread), binaries alternating,
 // medians of 3: 233 / 232 / 228 -> 204 / 200 / 211 us; the decode step (/1, its own
 // instantiation, unchanged code) 49.1 / 51.1 / 47.6 vs 50.4 / 51.5 / 51.2 us. In the 0.8B 1+3
-// pass (perf, 1200 passes) the delta rule's samples fell ~10%: below the pass's noise.
+// pass (perf, 1200 passes, the change behind an environment switch, runs back to back) the
+// delta rule's samples fell 8213 -> 7381: below the whole pass's noise.
 template <int NV>
 __attribute__((always_inline)) inline void prefetch_share(const float* next_rows, int i, int n) {
   constexpr int L = kBlockRows * NV;  // 64-byte lines of a block
@@ -533,15 +535,14 @@ void recurrent_head(const DeltaRuleInput& in, int h, float* S, const float* S_in
         _mm256_store_ps(delta, _mm256_mul_ps(_mm256_set1_ps(beta[i]), _mm256_sub_ps(v, kv)));
         float* sn = snap[i] ? snap[i] + j * d : nullptr;
         const Snap snap_kind = !sn ? Snap::None : (reinterpret_cast<uintptr_t>(sn) & 63) == 0 ? Snap::Stream : Snap::Store;
-        if (to_stream) {
-          if (snap_kind == Snap::Stream) update_rows<NV, true, Snap::Stream>(xs, xd, sn, k, q, dc, delta, acc);
-          else if (snap_kind == Snap::Store) update_rows<NV, true, Snap::Store>(xs, xd, sn, k, q, dc, delta, acc);
-          else update_rows<NV, true, Snap::None>(xs, xd, sn, k, q, dc, delta, acc);
-        } else {
-          if (snap_kind == Snap::Stream) update_rows<NV, false, Snap::Stream>(xs, xd, sn, k, q, dc, delta, acc);
-          else if (snap_kind == Snap::Store) update_rows<NV, false, Snap::Store>(xs, xd, sn, k, q, dc, delta, acc);
-          else update_rows<NV, false, Snap::None>(xs, xd, sn, k, q, dc, delta, acc);
-        }
+        auto update = [&](auto stream) {  // std::true_type / std::false_type: kStream
+          constexpr bool kS = decltype(stream)::value;
+          if (snap_kind == Snap::Stream) update_rows<NV, kS, Snap::Stream>(xs, xd, sn, k, q, dc, delta, acc);
+          else if (snap_kind == Snap::Store) update_rows<NV, kS, Snap::Store>(xs, xd, sn, k, q, dc, delta, acc);
+          else update_rows<NV, kS, Snap::None>(xs, xd, sn, k, q, dc, delta, acc);
+        };
+        if (to_stream) update(std::true_type{});
+        else update(std::false_type{});
         _mm256_storeu_ps(in.out + t * in.ldo + h * d + j,
                          _mm256_mul_ps(_mm256_set1_ps(scale), reduce8_add_transposed(acc)));
       }
@@ -549,8 +550,10 @@ void recurrent_head(const DeltaRuleInput& in, int h, float* S, const float* S_in
   }
 }
 
+// recurrent_head for one call: the one-token instantiation for a decode step.
 template <int NV>
-void head(const DeltaRuleInput& in, int h, float* S, const float* S_in, float* snapshots, int64_t snapshot_from) {
+void recurrent_head_for_call(const DeltaRuleInput& in, int h, float* S, const float* S_in, float* snapshots,
+                             int64_t snapshot_from) {
   if (in.T == 1) recurrent_head<NV, true>(in, h, S, S_in, snapshots, snapshot_from);
   else recurrent_head<NV, false>(in, h, S, S_in, snapshots, snapshot_from);
 }
@@ -605,14 +608,14 @@ void delta_rule_recurrent(const DeltaRuleInput& in, float* state, float* snapsho
     float* S = state + off;
     const float* S_in = in.state_in ? in.state_in + off : nullptr;
     switch (d) {
-      case 16: head<1>(in, h, S, S_in, snapshots, snapshot_from); break;
-      case 32: head<2>(in, h, S, S_in, snapshots, snapshot_from); break;
-      case 48: head<3>(in, h, S, S_in, snapshots, snapshot_from); break;
-      case 64: head<4>(in, h, S, S_in, snapshots, snapshot_from); break;
-      case 80: head<5>(in, h, S, S_in, snapshots, snapshot_from); break;
-      case 96: head<6>(in, h, S, S_in, snapshots, snapshot_from); break;
-      case 112: head<7>(in, h, S, S_in, snapshots, snapshot_from); break;
-      case 128: head<8>(in, h, S, S_in, snapshots, snapshot_from); break;
+      case 16: recurrent_head_for_call<1>(in, h, S, S_in, snapshots, snapshot_from); break;
+      case 32: recurrent_head_for_call<2>(in, h, S, S_in, snapshots, snapshot_from); break;
+      case 48: recurrent_head_for_call<3>(in, h, S, S_in, snapshots, snapshot_from); break;
+      case 64: recurrent_head_for_call<4>(in, h, S, S_in, snapshots, snapshot_from); break;
+      case 80: recurrent_head_for_call<5>(in, h, S, S_in, snapshots, snapshot_from); break;
+      case 96: recurrent_head_for_call<6>(in, h, S, S_in, snapshots, snapshot_from); break;
+      case 112: recurrent_head_for_call<7>(in, h, S, S_in, snapshots, snapshot_from); break;
+      case 128: recurrent_head_for_call<8>(in, h, S, S_in, snapshots, snapshot_from); break;
       default: recurrent_head_any(in, h, S, S_in, snapshots, snapshot_from); break;
     }
   }

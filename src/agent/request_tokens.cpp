@@ -1,5 +1,7 @@
 #include "agent/request_tokens.h"
 
+#include <stdexcept>
+
 #include "agent/action.h"
 
 namespace tandem::agent {
@@ -55,6 +57,28 @@ serve::RecordedRequest recorded_request(const RequestTokens& t, const std::vecto
   r.prompt = t.ids;
   r.user_starts = t.user_starts;
   if (!sampled.empty()) r.output.assign(sampled.begin(), sampled.end() - 1);
+  return r;
+}
+
+serve::RecordedRequest recorded_request_from_log(const RequestTokens& t, const nlohmann::ordered_json& rec) {
+  const auto ints = [&](const nlohmann::ordered_json& j, const char* name) {
+    try {
+      return j.get<std::vector<int32_t>>();
+    } catch (const std::exception&) {
+      throw std::invalid_argument(std::string("request log: \"") + name + "\" must be an array of integers");
+    }
+  };
+  if (!rec.contains("output")) throw std::invalid_argument("request log: a record without \"output\"");
+  serve::RecordedRequest r = recorded_request(t, ints(rec["output"], "output"));
+  if (rec.contains("fed_past_output")) {
+    const std::vector<int32_t> past = ints(rec["fed_past_output"], "fed_past_output");
+    r.output.insert(r.output.end(), past.begin(), past.end());
+  }
+  if (rec.contains("timings")) {
+    const auto& tm = rec["timings"];
+    if (tm.contains("step_drafted")) r.step_drafted = ints(tm["step_drafted"], "timings.step_drafted");
+    if (tm.contains("step_accepted")) r.step_accepted = ints(tm["step_accepted"], "timings.step_accepted");
+  }
   return r;
 }
 

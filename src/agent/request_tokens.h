@@ -42,6 +42,11 @@ std::vector<int32_t> expected_output(const text::Tokenizer& tok, const TraceReco
 // The request as the dry run replays it. `sampled` = every token the server sampled (the last one
 // is not fed back through decode, as in the engine).
 serve::RecordedRequest recorded_request(const RequestTokens& t, const std::vector<int32_t>& sampled);
+// The same from one line of a server's --log-requests file: "output", plus what a speculating
+// server logs — "fed_past_output" (tokens fed past the output, serve::GenerationResult) and the
+// per-step draft counts timings.step_drafted / timings.step_accepted. Throws
+// std::invalid_argument naming the field when one is malformed.
+serve::RecordedRequest recorded_request_from_log(const RequestTokens& t, const nlohmann::ordered_json& log_record);
 
 // Tokens of each named part of a built prompt (prompt_builder.h sections) as the server tokenizes
 // the whole rendered request; "template" = the chat template's own tokens around the message.

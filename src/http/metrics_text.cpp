@@ -71,6 +71,9 @@ std::string prometheus_text(const serve::EngineSnapshot& s) {
         t.tokens_generated > 0 ? t.decode_ms / d(t.tokens_generated) : 0.0);
   w.one("tandem_request_drafts_proposed_total", "counter", "Speculative drafts proposed.", d(t.drafts_proposed));
   w.one("tandem_request_drafts_accepted_total", "counter", "Speculative drafts accepted.", d(t.drafts_accepted));
+  w.one("tandem_request_verify_passes_total", "counter", "Trunk passes that verified drafts.", d(t.verify_passes));
+  w.one("tandem_request_roll_backs_total", "counter", "Roll-backs inside verification passes (a draft rejected).",
+        d(t.roll_backs));
 
   // Queue and slots.
   w.one("tandem_queue_waiting", "gauge", "Requests waiting for a slot.", d(s.queued));

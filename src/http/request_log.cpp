@@ -21,6 +21,7 @@ Json request_record(const serve::EngineRequest& req, const serve::GenerationResu
   j["prompt"] = req.prompt;
   j["user_starts"] = req.user_starts;
   j["output"] = r.output;
+  if (!r.fed_past_output.empty()) j["fed_past_output"] = r.fed_past_output;
   j["timings"] = timings_json(r);
   return j;
 }

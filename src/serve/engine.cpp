@@ -218,10 +218,9 @@ void Engine::refresh_locked(SlotRun& s) {
   o.checkpoint_positions.clear();
   for (const Checkpoint& c : sl.checkpoints()) o.checkpoint_positions.push_back(c.pos);
   o.checkpoint_bytes = sl.checkpoint_bytes_held();
-  const auto* mb = dynamic_cast<const ModelBackend*>(&sl.backend());
-  o.kv_bytes = mb ? mb->state().kv_bytes() : 0;
-  o.recurrent_bytes = mb ? mb->state().recurrent_bytes() : 0;
-  o.speculation_bytes = sl.speculator() ? sl.speculator()->bytes() : 0;
+  o.kv_bytes = sl.backend().kv_bytes();
+  o.recurrent_bytes = sl.backend().recurrent_bytes();
+  o.speculation_bytes = sl.speculation_bytes();
   o.policy = std::string(sl.policy().name());
   o.consolidate = sl.config().batch.consolidate;
   o.ctx_checkpoints = sl.config().ctx_checkpoints;
@@ -458,6 +457,11 @@ void Engine::finish(SlotRun& s, FinishReason reason, std::string error) {
         r.stop_word = w;
       }
     }
+  }
+  if (s.prefilled && !r.output.empty()) {
+    const std::vector<int32_t>& cached = s.slot->cached_tokens();
+    const size_t last_at = s.p->req.prompt.size() + r.output.size() - 1;  // where the last output token would go
+    if (cached.size() > last_at) r.fed_past_output.assign(cached.begin() + static_cast<std::ptrdiff_t>(last_at), cached.end());
   }
   if (s.slot->request_open()) r.stats = s.slot->end_request();
   else if (s.prefilled) r.stats = s.slot->stats();

@@ -35,6 +35,11 @@ struct GenerationResult {
   bool started = false;    // the request reached a slot (false: it ended while queued)
   int slot = -1;
   std::vector<int32_t> output;  // sampled tokens, in order (the end-of-generation token included)
+  // Normally empty: the slot fed every output token but the last. With speculation a stop string
+  // or a length limit can end the request inside a step whose later drafts were accepted and fed
+  // all the same; then these are the tokens the slot consumed from the last output token's
+  // position on (its first is output.back()), so that a replay knows what the state holds.
+  std::vector<int32_t> fed_past_output;
   std::string text;             // the whole output text, as streamed
   RequestStats stats;           // the slot's numbers (serving.md §5); zero when !started
   double queue_ms = 0;          // arrival -> assigned to a slot

@@ -1,5 +1,6 @@
 #include "serve/model_backend.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -7,15 +8,22 @@
 namespace tandem::serve {
 
 namespace {
+constexpr std::string_view kModelKind = "model";
+
 struct ModelSaved final : SavedSequence {
   std::unique_ptr<SequenceState> state;
   size_t bytes() const override {
     return state->recurrent_bytes() + static_cast<size_t>(state->n_past()) * state->kv_bytes_per_token();
   }
+  std::string_view kind() const override { return kModelKind; }
 };
 }  // namespace
 
-ModelBackend::ModelBackend(Qwen35Model& model, int64_t n_ctx) : model_(model), state_(model.new_sequence(n_ctx)) {
+ModelBackend::ModelBackend(Qwen35Model& model, int64_t n_ctx) : ModelBackend(model, model.new_sequence(n_ctx)) {}
+
+ModelBackend::ModelBackend(Qwen35Model& model, std::unique_ptr<SequenceState> state)
+    : model_(model), state_(std::move(state)) {
+  if (!state_) throw std::invalid_argument("ModelBackend: a sequence state is required");
   opt_.logits = LogitsMode::Last;
 }
 
@@ -38,29 +46,32 @@ void ModelBackend::run(std::span<const int32_t> tokens, std::span<const int64_t>
   opt_.rollback_states = 0;
   opt_.column_shared = true;
   opt_.per_token_tail = prompt_tail_;
-  if (observer_) observer_->configure_pass(static_cast<int64_t>(tokens.size()), opt_);
+  if (drafter_) drafter_->configure_prompt_pass(static_cast<int64_t>(tokens.size()), opt_);
   const int64_t pos0 = state_->n_past();
   // Hand the caller's buffers to the pass so that their capacity is reused, then take the
   // filled states back.
   out_.cut_states.resize(cuts.size());
   for (size_t i = 0; i < cuts.size(); ++i) std::swap(out_.cut_states[i].data, cut_states[i].data);
+  verify_pos0_ = -1;
   model_.forward(*state_, tokens, opt_, out_);
   for (size_t i = 0; i < cuts.size(); ++i) {
     cut_states[i].pos = out_.cut_states[i].pos;
     std::swap(out_.cut_states[i].data, cut_states[i].data);
   }
   if (want_logits) logits_ = std::span<const float>(out_.logits.data(), out_.logits.size());
-  if (observer_) observer_->observe_pass(pos0, tokens, out_);
+  if (drafter_) drafter_->observe_pass(pos0, tokens, out_);
 }
 
 void ModelBackend::reset() {
+  verify_pos0_ = -1;
   state_->reset();
-  if (observer_) observer_->on_truncate(0);
+  if (drafter_) drafter_->invalidate_from(0);
 }
 
 void ModelBackend::restore(const RecurrentCheckpoint& cp) {
+  verify_pos0_ = -1;
   state_->restore(cp);
-  if (observer_) observer_->on_truncate(cp.pos);
+  if (drafter_) drafter_->invalidate_from(cp.pos);
 }
 
 std::unique_ptr<SavedSequence> ModelBackend::save_sequence() const {
@@ -72,10 +83,78 @@ std::unique_ptr<SavedSequence> ModelBackend::save_sequence() const {
 }
 
 void ModelBackend::load_sequence(const SavedSequence& saved) {
-  const auto* s = dynamic_cast<const ModelSaved*>(&saved);
-  if (!s) throw std::invalid_argument("ModelBackend::load_sequence: the sequence was saved by another backend");
-  state_->copy_from(*s->state);
-  if (observer_) observer_->on_replace();
+  if (saved.kind() != kModelKind)
+    throw std::invalid_argument("ModelBackend::load_sequence: the sequence was saved by another backend (" +
+                                std::string(saved.kind()) + ")");
+  load_state(*static_cast<const ModelSaved&>(saved).state);
 }
+
+void ModelBackend::load_state(const SequenceState& from) {
+  verify_pos0_ = -1;
+  state_->copy_from(from);
+  if (drafter_) drafter_->invalidate_from(0);  // another sequence's: nothing the head holds is known to match
+}
+
+void ModelBackend::start_speculation(const SpecConfig& cfg) {
+  if (!drafter_) drafter_ = std::make_unique<MtpDrafter>(model_, *state_, cfg);
+  drafter_->set_config(cfg);
+  spec_ = cfg;
+}
+
+void ModelBackend::stop_speculation() {
+  drafter_.reset();
+  verify_pos0_ = -1;
+}
+
+void ModelBackend::draft(int32_t last, int max_drafts, std::span<const int32_t> context, std::vector<int32_t>& drafts) {
+  if (!drafter_) throw std::logic_error("ModelBackend::draft: speculation is not started");
+  drafter_->draft(last, max_drafts, context, drafts);
+}
+
+VerifiedRows ModelBackend::verify(std::span<const int32_t> tokens) {
+  if (!drafter_) throw std::logic_error("ModelBackend::verify: speculation is not started");
+  const int64_t T = static_cast<int64_t>(tokens.size());
+  if (T == 0) throw std::invalid_argument("ModelBackend::verify: no tokens");
+  // One trunk pass over [last, d1..dk]: every row's logits and hidden, the last k+1 states.
+  vopt_.cuts.clear();
+  vopt_.logits = T > 1 ? LogitsMode::All : LogitsMode::Last;
+  vopt_.hidden = spec_.enabled;
+  vopt_.rollback_states = T > 1 ? static_cast<int>(T) : 0;
+  vopt_.rollback_live = false;  // accepting every draft keeps the live state: slot 0 is never used
+  vopt_.rollback_mode = spec_.replay_rollback ? RollbackMode::Replay : RollbackMode::Snapshots;
+  // Every token per token, as k + 1 decode steps would run them: the rows' logits are then
+  // bit-identical to plain decoding (Auto would run the first token as a one-token chunk).
+  vopt_.gdn = GdnAlgorithm::Recurrent;
+  vopt_.column_shared = spec_.column_shared_verify;
+  const int64_t pos0 = state_->n_past();
+  verify_pos0_ = -1;
+  model_.forward(*state_, tokens, vopt_, vout_);
+  drafter_->observe_pass(pos0, tokens, vout_);
+  verify_pos0_ = pos0;
+  verify_n_ = T;
+  if (T > 1) ++spec_counts_.verify_passes;
+  return VerifiedRows{vout_.logits.data(), T > 1 ? T : 1, vout_.n_vocab};
+}
+
+// Back to pos = P + 1 + j (j drafts accepted): the KV truncated and the recurrent state of that
+// position, recomputed from the pass's replay log (j + 1 token updates) or copied from its snapshot.
+void ModelBackend::roll_back(int64_t pos) {
+  if (verify_pos0_ < 0 || pos <= verify_pos0_ || pos >= verify_pos0_ + verify_n_)
+    throw std::logic_error("ModelBackend::roll_back: position " + std::to_string(pos) +
+                           " is not inside the last verification pass");
+  if (spec_.replay_rollback) {
+    model_.roll_back(*state_, vout_, pos);
+  } else {
+    const RecurrentCheckpoint& rb = vout_.rollback_states[static_cast<size_t>(verify_pos0_ + verify_n_ - pos)];
+    if (rb.pos != pos) throw std::logic_error("speculation: rollback state at the wrong position");
+    state_->truncate_kv(pos);
+    state_->set_recurrent(rb.data.data());
+  }
+  verify_pos0_ = -1;
+  drafter_->invalidate_from(pos);
+  ++spec_counts_.roll_backs;
+}
+
+size_t ModelBackend::speculation_bytes() const { return drafter_ ? drafter_->bytes() + vout_.bytes() : 0; }
 
 }  // namespace tandem::serve

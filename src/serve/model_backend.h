@@ -1,41 +1,33 @@
-// The real mechanism: Qwen35Model::forward on one SequenceState. Checkpoints are the
-// model's RecurrentCheckpoint copies; a pass hands back the states at cut positions through
-// ForwardOptions::cuts, so a checkpoint inside a pass costs a copy and no extra pass.
+// The real mechanism: Qwen35Model::forward on one SequenceState, which this backend owns and is
+// the only one to write. Checkpoints are the model's RecurrentCheckpoint copies; a pass hands
+// back the states at cut positions through ForwardOptions::cuts, so a checkpoint inside a pass
+// costs a copy and no extra pass. With speculation on, an MtpDrafter (serve/mtp_drafter.h) sees
+// every pass and every jump of the state, verification passes keep a replay log (or rollback
+// states) and roll_back() goes back inside the last one.
 #pragma once
 
 #include <memory>
 
 #include "model/qwen35_model.h"
+#include "serve/mtp_drafter.h"
 #include "serve/state_backend.h"
 
 namespace tandem::serve {
-
-// Sees every pass the backend runs and every jump of its state. The speculator
-// (serve/speculator.h) keeps the MTP head in step with the trunk through it: prompt passes
-// return their hidden rows (and retain rollback states) when it asks for them.
-class PassObserver {
- public:
-  virtual ~PassObserver() = default;
-  // Adds options to a pass of n_tokens tokens (called with the backend's defaults in opt).
-  virtual void configure_pass(int64_t n_tokens, ForwardOptions& opt) = 0;
-  // The pass ran tokens at positions pos0 ...; out holds what configure_pass asked for.
-  virtual void observe_pass(int64_t pos0, std::span<const int32_t> tokens, const ForwardOutput& out) = 0;
-  // The state went back to position pos with the same tokens before it (restore, reset).
-  virtual void on_truncate(int64_t pos) = 0;
-  // The state was replaced by another sequence's (a prompt-cache load).
-  virtual void on_replace() = 0;
-};
 
 class ModelBackend final : public StateBackend {
  public:
   // The model must outlive the backend. n_ctx: KV rows allocated for this sequence.
   ModelBackend(Qwen35Model& model, int64_t n_ctx);
+  // Takes over a sequence of this model (benchmarks and tests that built it by hand).
+  ModelBackend(Qwen35Model& model, std::unique_ptr<SequenceState> state);
 
   int64_t n_ctx() const override { return state_->n_ctx(); }
   int64_t n_past() const override { return state_->n_past(); }
   int64_t n_vocab() const override { return model_.hparams().n_vocab; }
   size_t checkpoint_bytes() const override { return state_->recurrent_bytes(); }
   size_t sequence_bytes(int64_t n_tokens) const override;
+  size_t kv_bytes() const override { return state_->kv_bytes(); }
+  size_t recurrent_bytes() const override { return state_->recurrent_bytes(); }
   void reset() override;
   void save(RecurrentCheckpoint& cp) override { state_->save_recurrent(cp); }
   void restore(const RecurrentCheckpoint& cp) override;
@@ -45,12 +37,24 @@ class ModelBackend final : public StateBackend {
   std::unique_ptr<SavedSequence> save_sequence() const override;
   void load_sequence(const SavedSequence& saved) override;
 
+  void start_speculation(const SpecConfig& cfg) override;
+  void stop_speculation() override;
+  void draft(int32_t last, int max_drafts, std::span<const int32_t> context, std::vector<int32_t>& drafts) override;
+  VerifiedRows verify(std::span<const int32_t> tokens) override;
+  void roll_back(int64_t pos) override;
+  size_t speculation_bytes() const override;
+  const SpecPassCounts& spec_counts() const override { return spec_counts_; }
+
+  // Read-only views for tests and benchmarks.
   const SequenceState& state() const { return *state_; }
-  // For the speculator, which runs its verification passes on the state directly.
-  SequenceState& mutable_state() { return *state_; }
   Qwen35Model& model() { return model_; }
-  // nullptr: none. The observer must outlive its registration.
-  void set_observer(PassObserver* obs) { observer_ = obs; }
+  // What the last run() returned (its retained rollback states, say).
+  const ForwardOutput& last_pass() const { return out_; }
+  // nullptr while speculation is off.
+  MtpDrafter* drafter() { return drafter_.get(); }
+  // Replaces the live sequence by a copy of `from` (benchmarks: the same prompt state per round).
+  void load_state(const SequenceState& from);
+
   // How many of a prompt pass's last tokens run the delta rule per token
   // (ForwardOptions::per_token_tail): the server's draft length (SpecConfig::draft_max),
   // whether or not speculation is on, so that a speculating slot's prompt passes, which run
@@ -66,8 +70,15 @@ class ModelBackend final : public StateBackend {
   ForwardOptions opt_;  // reused: no allocation per decode step
   ForwardOutput out_;
   std::span<const float> logits_;
-  PassObserver* observer_ = nullptr;
   int64_t prompt_tail_ = kDefaultPromptTail;
+
+  // Speculation (null/unused while off).
+  SpecConfig spec_;
+  std::unique_ptr<MtpDrafter> drafter_;
+  ForwardOptions vopt_;
+  ForwardOutput vout_;
+  int64_t verify_pos0_ = -1, verify_n_ = 0;  // the last verification pass, until the state moves on
+  SpecPassCounts spec_counts_;
 };
 
 }  // namespace tandem::serve

@@ -11,6 +11,9 @@ struct RecordedRequest {
   std::vector<int32_t> prompt;
   std::vector<int64_t> user_starts;
   std::vector<int32_t> output;  // tokens fed back through decode (the last sampled one excluded)
+  // A speculating server's steps (RequestStats::step_drafted / step_accepted, from its request
+  // log): drafts verified and accepted per step. Empty for a server without speculation.
+  std::vector<int32_t> step_drafted, step_accepted;
 };
 
 }  // namespace tandem::serve

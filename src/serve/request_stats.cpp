@@ -12,7 +12,10 @@ bool RequestStats::same_counts(const RequestStats& o) const {
          checkpoints_held == o.checkpoints_held && checkpoint_bytes_held == o.checkpoint_bytes_held &&
          bytes_copied == o.bytes_copied && prompt_cache_saved == o.prompt_cache_saved &&
          prompt_cache_loaded == o.prompt_cache_loaded && prompt_cache_bytes == o.prompt_cache_bytes &&
-         prompt_cache_entries == o.prompt_cache_entries && tokens_generated == o.tokens_generated;
+         prompt_cache_entries == o.prompt_cache_entries && tokens_generated == o.tokens_generated &&
+         drafts_proposed == o.drafts_proposed && drafts_accepted == o.drafts_accepted &&
+         verify_passes == o.verify_passes && roll_backs == o.roll_backs && step_drafted == o.step_drafted &&
+         step_accepted == o.step_accepted;
 }
 
 // One list of fields for both directions keeps the JSON names and the struct in step.
@@ -22,7 +25,8 @@ bool RequestStats::same_counts(const RequestStats& o) const {
   X(restored_pos) X(created_positions) X(evicted_positions) X(dropped_positions) X(checkpoints_held)              \
   X(checkpoint_bytes_held) X(bytes_copied) X(prompt_cache_saved) X(prompt_cache_loaded) X(prompt_cache_bytes)    \
   X(prompt_cache_budget_bytes) X(prompt_cache_entries) X(prefill_ms) X(decode_ms) X(tokens_generated)            \
-  X(ms_per_output_token) X(drafts_proposed) X(drafts_accepted) X(verify_passes)
+  X(ms_per_output_token) X(drafts_proposed) X(drafts_accepted) X(verify_passes) X(roll_backs) X(step_drafted)     \
+  X(step_accepted)
 
 void to_json(nlohmann::json& j, const RequestStats& s) {
   j = nlohmann::json::object();

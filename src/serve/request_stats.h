@@ -55,10 +55,17 @@ struct RequestStats {
   double ms_per_output_token = 0;
 
   // Speculative decoding (Slot::decode_speculative, docs/speculation.md): drafts verified,
-  // drafts accepted, and trunk passes that verified drafts.
+  // drafts accepted, trunk passes that verified drafts, and roll-backs inside them (steps that
+  // accepted fewer drafts than they verified).
   int64_t drafts_proposed = 0;
   int64_t drafts_accepted = 0;
   int64_t verify_passes = 0;
+  int64_t roll_backs = 0;
+  // Per speculative step, in order (steps without drafts too): drafts verified and accepted. What the drafter
+  // proposed and the target accepted depends on the weights, which a dry run does not have: a
+  // request log carries these two lists so that the replay model reproduces every other count
+  // of a speculating server (serve/dry_run.h).
+  std::vector<int32_t> step_drafted, step_accepted;
 
   // The counts a replay must reproduce exactly (no timings).
   bool same_counts(const RequestStats& o) const;

@@ -17,7 +17,7 @@ struct RequestTotals {
   uint64_t prompt_cache_saves = 0, prompt_cache_loads = 0;
   double prefill_ms = 0, decode_ms = 0;
   int64_t tokens_generated = 0;  // tokens fed back through decode (RequestStats::tokens_generated)
-  int64_t drafts_proposed = 0, drafts_accepted = 0;
+  int64_t drafts_proposed = 0, drafts_accepted = 0, verify_passes = 0, roll_backs = 0;
 
   void add(const RequestStats& s) {
     ++requests;
@@ -39,6 +39,8 @@ struct RequestTotals {
     tokens_generated += s.tokens_generated;
     drafts_proposed += s.drafts_proposed;
     drafts_accepted += s.drafts_accepted;
+    verify_passes += s.verify_passes;
+    roll_backs += s.roll_backs;
   }
 };
 

@@ -5,7 +5,6 @@
 #include <string>
 #include <utility>
 
-#include "serve/model_backend.h"
 #include "serve/speculator.h"
 
 namespace tandem::serve {
@@ -313,21 +312,21 @@ std::span<const float> Slot::decode(int32_t token) {
 }
 
 Speculator& Slot::enable_speculation(const SpecConfig& cfg) {
-  if (spec_) {
-    spec_->set_config(cfg);
-    return *spec_;
-  }
-  auto* mb = dynamic_cast<ModelBackend*>(backend_.get());
-  if (!mb) throw std::invalid_argument("Slot::enable_speculation: speculation needs the model backend");
-  spec_ = std::make_unique<Speculator>(mb->model(), mb->mutable_state(), cfg);
-  mb->set_observer(spec_.get());
+  Speculator::validate(cfg);  // before the backend takes it
+  backend_->start_speculation(cfg);
+  if (spec_) spec_->set_config(cfg);
+  else spec_ = std::make_unique<Speculator>(*backend_, cfg);
   return *spec_;
 }
 
 void Slot::disable_speculation() {
   if (!spec_) return;
-  if (auto* mb = dynamic_cast<ModelBackend*>(backend_.get())) mb->set_observer(nullptr);
+  backend_->stop_speculation();
   spec_.reset();
+}
+
+size_t Slot::speculation_bytes() const {
+  return spec_ ? spec_->bytes() + spec_tokens_.capacity() * sizeof(int32_t) + backend_->speculation_bytes() : 0;
 }
 
 std::span<const int32_t> Slot::decode_speculative(int32_t token, TokenPicker& picker, int64_t max_tokens,
@@ -355,6 +354,9 @@ std::span<const int32_t> Slot::decode_speculative(int32_t token, TokenPicker& pi
   stats_.drafts_proposed += step.drafted;
   stats_.drafts_accepted += step.accepted;
   stats_.verify_passes += step.verified ? 1 : 0;
+  stats_.roll_backs += step.rolled_back ? 1 : 0;
+  stats_.step_drafted.push_back(step.drafted);  // every step, verified or not: the dry run replays them in order
+  stats_.step_accepted.push_back(step.accepted);
   return spec_tokens_;
 }
 

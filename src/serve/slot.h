@@ -20,12 +20,12 @@
 #include "serve/prompt.h"
 #include "serve/prompt_cache.h"
 #include "serve/request_stats.h"
+#include "serve/spec_config.h"
 #include "serve/state_backend.h"
 
 namespace tandem::serve {
 
 class Speculator;  // serve/speculator.h
-struct SpecConfig;
 class TokenPicker;
 
 struct SlotConfig {
@@ -63,12 +63,16 @@ class Slot {
   // Feeds one generated token; returns its logits (valid until the next call). No checkpoints,
   // no allocation in the slot (cached tokens are reserved to n_ctx, pass buffers are reused).
   std::span<const float> decode(int32_t token);
-  // Speculative decoding with the MTP head (serve/speculator.h, docs/speculation.md). Needs a
-  // ModelBackend over a model with an MTP block (std::invalid_argument / std::logic_error).
-  // From the next pass on, prompt passes also feed the MTP head (and retain rollback states).
+  // Speculative decoding (serve/speculator.h, docs/speculation.md) through the backend's
+  // draft / verify / roll_back: a ModelBackend needs a model with an MTP block
+  // (std::logic_error), a bad cfg is std::invalid_argument. From the next pass on, prompt
+  // passes also feed the drafter (and retain rollback states).
   Speculator& enable_speculation(const SpecConfig& cfg);
   void disable_speculation();
   Speculator* speculator() { return spec_.get(); }
+  // What speculation holds in this slot (the speculator's buffers and the backend's drafter and
+  // verification pass); 0 when off.
+  size_t speculation_bytes() const;
   // Feeds `token` plus the drafts in ONE verified pass (a plain one-token pass when speculation
   // is switched off or nothing is drafted) and returns the tokens to emit: the accepted drafts,
   // then the next token, which is not fed yet (pass it to the next call) — exactly what
@@ -83,7 +87,7 @@ class Slot {
   std::span<const Checkpoint> checkpoints() const { return held_; }
   const RequestStats& stats() const { return stats_; }
   CheckpointPolicy& policy() { return *policy_; }
-  StateBackend& backend() { return *backend_; }
+  const StateBackend& backend() const { return *backend_; }
   const SlotConfig& config() const { return cfg_; }
   size_t checkpoint_bytes_held() const;
   uint64_t requests() const { return request_; }
@@ -122,7 +126,7 @@ class Slot {
   std::vector<RecurrentCheckpoint> cut_states_;
   std::vector<RecurrentCheckpoint> spare_;
 
-  std::unique_ptr<Speculator> spec_;  // declared last: gone before the backend it observes
+  std::unique_ptr<Speculator> spec_;  // declared last: gone before the backend it drives
   std::vector<int32_t> spec_tokens_;
 };
 

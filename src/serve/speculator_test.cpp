@@ -23,6 +23,7 @@
 #include "gguf/gguf_writer.h"
 #include "model/draft_vocab.h"
 #include "model/test_models.h"
+#include "serve/dry_run.h"
 #include "serve/model_backend.h"
 #include "serve/policy_factory.h"
 #include "serve/slot.h"
@@ -144,14 +145,17 @@ class SpeculatorTest : public ::testing::TestWithParam<std::string> {
     if (!m) m = Qwen35Model::load(trimmed_tiny(ftype, 200), 2);
     return *m;
   }
-  static std::unique_ptr<Slot> make_slot(Qwen35Model& m, PromptCache* cache = nullptr) {
+  // backend: receives the slot's ModelBackend (read-only views: the drafter's MTP state).
+  static std::unique_ptr<Slot> make_slot(Qwen35Model& m, PromptCache* cache = nullptr, ModelBackend** backend = nullptr) {
     PolicyConfig pc;
     pc.kind = PolicyKind::Divergence;
     pc.divergence.min_gap = 4;
     SlotConfig cfg;
     cfg.batch = BatchConfig{32, 16, false};
     cfg.ctx_checkpoints = 3;
-    auto slot = std::make_unique<Slot>(std::make_unique<ModelBackend>(m, kCtx), make_policy(pc), cfg);
+    auto mb = std::make_unique<ModelBackend>(m, kCtx);
+    if (backend) *backend = mb.get();
+    auto slot = std::make_unique<Slot>(std::move(mb), make_policy(pc), cfg);
     slot->set_prompt_cache(cache);
     return slot;
   }
@@ -259,7 +263,9 @@ TEST_P(SpeculatorTest, VerifyRowsAreBitIdenticalToDecodeSteps) {
     b->copy_from(*a);
     SpecConfig cfg;
     cfg.column_shared_verify = shared;
-    Speculator spec(m, *b, cfg);
+    ModelBackend mb(m, std::move(b));
+    mb.start_speculation(cfg);
+    Speculator spec(mb, cfg);
     spec.set_draft_hook([&](int64_t, int32_t, int max, std::vector<int32_t>& d) {
       d.assign(drafts.begin(), drafts.begin() + std::min(max, 3));
     });
@@ -284,7 +290,7 @@ TEST_P(SpeculatorTest, VerifyRowsAreBitIdenticalToDecodeSteps) {
       m.forward(*a, std::span<const int32_t>(&fed[i], 1), ForwardOptions{}, o);
       EXPECT_EQ(std::memcmp(o.logits.data(), rec.rows[i].data(), o.logits.size() * sizeof(float)), 0) << "row " << i;
     }
-    EXPECT_EQ(std::memcmp(a->recurrent_data(), b->recurrent_data(), a->recurrent_bytes()), 0);
+    EXPECT_EQ(std::memcmp(a->recurrent_data(), mb.state().recurrent_data(), a->recurrent_bytes()), 0);
   }
 }
 
@@ -347,24 +353,22 @@ TEST_P(SpeculatorTest, RollbackStateEqualsPerTokenRunForEveryAcceptedCount) {
     for (int j = 0; j <= K; ++j) {
       const bool shared = variant != 1, replay = variant != 2;
       SCOPED_TRACE("j=" + std::to_string(j) + (shared ? "" : " column-by-column") + (replay ? " replay" : " copy"));
-      auto st = m.new_sequence(kCtx);
       SpecConfig cfg;
       cfg.draft_max = K;
       cfg.column_shared_verify = shared;
       cfg.replay_rollback = replay;
-      Speculator spec(m, *st, cfg);
-      ForwardOptions po;
-      spec.configure_pass(static_cast<int64_t>(prompt.size()), po);
-      ForwardOutput fo;
-      m.forward(*st, prompt, po, fo);
-      spec.observe_pass(0, prompt, fo);
-      EXPECT_EQ(static_cast<int>(fo.rollback_states.size()), K + 1);  // retained in the prompt pass
+      ModelBackend mb(m, kCtx);
+      mb.start_speculation(cfg);
+      Speculator spec(mb, cfg);
+      mb.run(prompt, {}, false, {});
+      EXPECT_EQ(static_cast<int>(mb.last_pass().rollback_states.size()), K + 1);  // retained in the prompt pass
+      const SequenceState* st = &mb.state();
       spec.set_draft_hook([&](int64_t, int32_t, int, std::vector<int32_t>& d) {
         d.clear();
         for (int i = 0; i < K; ++i) d.push_back(i < j ? ref[1 + i] : (ref[1 + i] + 7) % static_cast<int32_t>(n_vocab));
       });
       auto plain = m.new_sequence(kCtx);  // the same prefilled state, decoded token by token below
-      plain->copy_from(*st);
+      plain->copy_from(mb.state());
       GreedyPicker g;
       SpecStep step;
       spec.step(ref[0], g, step);
@@ -401,16 +405,17 @@ TEST_P(SpeculatorTest, RollbackStateEqualsPerTokenRunForEveryAcceptedCount) {
       }
       // The KV rows kept are the plain run's: the continuation agrees.
       const int32_t next = step.tokens.back();
-      ForwardOutput a, b;
-      m.forward(*st, std::span<const int32_t>(&next, 1), ForwardOptions{}, a);
+      ForwardOutput b;
+      mb.run(std::span<const int32_t>(&next, 1), {}, true, {});
+      const std::vector<float> a_logits(mb.logits().begin(), mb.logits().end());
       m.forward(*plain, std::span<const int32_t>(&next, 1), ForwardOptions{}, b);
       double ld = 0, lm = 0;
-      for (size_t i = 0; i < a.logits.size(); ++i) {
-        ld = std::max(ld, std::fabs(double(a.logits[i]) - b.logits[i]));
+      for (size_t i = 0; i < a_logits.size(); ++i) {
+        ld = std::max(ld, std::fabs(double(a_logits[i]) - b.logits[i]));
         lm = std::max(lm, std::fabs(double(b.logits[i])));
       }
       EXPECT_LE(ld, 1e-5 * lm);
-      EXPECT_EQ(argmax(a.logits), argmax(b.logits));
+      EXPECT_EQ(argmax(a_logits), argmax(b.logits));
     }
 }
 
@@ -426,7 +431,8 @@ TEST_P(SpeculatorTest, MtpStateFollowsTheTrunkThroughRestores) {
   Qwen35Model& m = model(GetParam());
   const std::vector<Req> reqs = episode(m.hparams().n_vocab);
   PromptCache cache;
-  auto slot = make_slot(m, &cache);
+  ModelBackend* slot_backend = nullptr;
+  auto slot = make_slot(m, &cache, &slot_backend);
   slot->enable_speculation(SpecConfig{});
   int restored = 0, loaded = 0;
   for (size_t i = 0; i < reqs.size(); ++i) {
@@ -436,21 +442,18 @@ TEST_P(SpeculatorTest, MtpStateFollowsTheTrunkThroughRestores) {
     const int32_t last = argmax(rep.logits);
     const std::vector<int32_t> got = slot->speculator()->draft(last, 3, slot->cached_tokens());
 
-    auto st = m.new_sequence(kCtx);
-    Speculator fresh(m, *st, SpecConfig{});
-    ForwardOptions po;
-    fresh.configure_pass(static_cast<int64_t>(reqs[i].prompt.size()), po);
-    ForwardOutput fo;
-    m.forward(*st, reqs[i].prompt, po, fo);
-    fresh.observe_pass(0, reqs[i].prompt, fo);
+    ModelBackend fresh_backend(m, kCtx);
+    fresh_backend.start_speculation(SpecConfig{});
+    Speculator fresh(fresh_backend, SpecConfig{});
+    fresh_backend.run(reqs[i].prompt, {}, false, {});
     const std::vector<int32_t> want = fresh.draft(last, 3);
     // After a prompt-cache load the head has no trunk hidden states for the loaded rows (zeros
     // there): its drafts may differ from a fresh head's (the output does not, see above).
     if (!rep.stats.prompt_cache_loaded) {
       EXPECT_EQ(got, want) << "request " << i;
     }
-    const MtpState& a = slot->speculator()->mtp_state();
-    const MtpState& b = fresh.mtp_state();
+    const MtpState& a = slot_backend->drafter()->mtp_state();
+    const MtpState& b = fresh_backend.drafter()->mtp_state();
     ASSERT_EQ(a.n_past, b.n_past);
     double diff = 0, mag = 0;
     for (size_t x = 0; x < static_cast<size_t>(a.n_past * m.hparams().kv_dim()); ++x) {
@@ -513,8 +516,9 @@ TEST_P(SpeculatorTest, PromptPassesWithAndWithoutRollbackStatesAgreeBitForBit) {
     ForwardOptions plain, spec;
     plain.per_token_tail = ModelBackend::kDefaultPromptTail;
     spec.per_token_tail = ModelBackend::kDefaultPromptTail;
-    Speculator sp(m, *spec_st, SpecConfig{});
-    sp.configure_pass(static_cast<int64_t>(r.prompt.size()), spec);
+    ModelBackend probe(m, kCtx);
+    probe.start_speculation(SpecConfig{});
+    probe.drafter()->configure_prompt_pass(static_cast<int64_t>(r.prompt.size()), spec);
     ASSERT_EQ(spec.rollback_states, SpecConfig{}.draft_max + 1);
     ForwardOutput a, b;
     m.forward(*plain_st, r.prompt, plain, a);
@@ -525,6 +529,103 @@ TEST_P(SpeculatorTest, PromptPassesWithAndWithoutRollbackStatesAgreeBitForBit) {
     spec_st->save_recurrent(cb);
     EXPECT_TRUE(ca.data == cb.data) << "recurrent state after the prompt";
   }
+}
+
+// The dry run of a speculating slot: given what the server's steps drafted and accepted (its
+// request log's step_drafted / step_accepted) and the tokens it fed, a NullBackend slot with the
+// same settings reproduces every count of every request — verification passes, roll-backs,
+// drafts, tokens, and through the positions the next request's restore, passes and checkpoints.
+// MTP drafts with and without a probability floor (so steps draft fewer than k), forced wrong
+// drafts (a roll-back every step), and a stop token inside a step.
+TEST_P(SpeculatorTest, DryRunReproducesASpeculatingSlotsCounts) {
+  Qwen35Model& m = model(GetParam());
+  const int64_t n_vocab = m.hparams().n_vocab;
+  const std::vector<Req> reqs = episode(n_vocab);
+  for (int variant = 0; variant < 3; ++variant) {
+    SCOPED_TRACE("variant " + std::to_string(variant));
+    SpecConfig cfg;
+    if (variant == 1) cfg.p_min = 0.3f;
+    PromptCache cache;
+    auto slot = make_slot(m, &cache);
+    Speculator& spec = slot->enable_speculation(cfg);
+    if (variant == 2)
+      spec.set_draft_hook([&](int64_t pos, int32_t last, int max, std::vector<int32_t>& d) {
+        d.assign(static_cast<size_t>(max), static_cast<int32_t>((last + pos) % n_vocab));
+      });
+    std::vector<RecordedRequest> recorded;
+    std::vector<RequestStats> served;
+    int64_t roll_backs = 0, verify_passes = 0;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      const Req& r = reqs[i];
+      const PrefillReport rep = slot->prefill(Prompt{r.prompt, r.users});
+      GreedyPicker g;
+      int32_t t = g.pick(rep.logits);
+      const int64_t n_out = 6 + static_cast<int64_t>(i % 4) * 3;
+      // Request 3 stops at its fourth greedy token if a step emits it (a stop token is emitted,
+      // never fed).
+      const std::vector<int32_t> ref = reference(m, r.prompt, static_cast<int>(n_out));
+      std::vector<int32_t> stops;
+      if (i == 3) stops.push_back(ref[3]);
+      int64_t emitted = 1;
+      while (emitted < n_out) {
+        const auto toks = slot->decode_speculative(t, g, n_out - emitted, stops);
+        emitted += static_cast<int64_t>(toks.size());
+        t = toks.back();
+        if (!stops.empty() && t == stops[0]) break;
+      }
+      served.push_back(slot->end_request());
+      roll_backs += served.back().roll_backs;
+      verify_passes += served.back().verify_passes;
+      RecordedRequest rec;
+      rec.prompt = r.prompt;
+      rec.user_starts = r.users;
+      rec.output.assign(slot->cached_tokens().begin() + static_cast<std::ptrdiff_t>(r.prompt.size()),
+                        slot->cached_tokens().end());
+      rec.step_drafted = served.back().step_drafted;
+      rec.step_accepted = served.back().step_accepted;
+      recorded.push_back(std::move(rec));
+    }
+    if (variant == 2) EXPECT_GT(roll_backs, 0);
+    EXPECT_GT(verify_passes, 0);
+
+    PolicyConfig pc;
+    pc.kind = PolicyKind::Divergence;
+    pc.divergence.min_gap = 4;
+    auto dry = make_dry_run_slot(make_policy(pc), slot->config(), NullBackend::for_model(m.hparams(), kCtx));
+    PromptCache dry_cache;
+    dry->set_prompt_cache(&dry_cache);
+    dry->enable_speculation(cfg);
+    const std::vector<RequestStats> sim = replay(*dry, recorded);
+    ASSERT_EQ(sim.size(), served.size());
+    int64_t sim_roll_backs = 0, sim_verify = 0;
+    for (size_t i = 0; i < sim.size(); ++i) {
+      EXPECT_TRUE(sim[i].same_counts(served[i])) << "request " << i + 1 << "\nserver " << nlohmann::json(served[i]).dump()
+                                                  << "\ndry run " << nlohmann::json(sim[i]).dump();
+      sim_roll_backs += sim[i].roll_backs;
+      sim_verify += sim[i].verify_passes;
+    }
+    EXPECT_EQ(sim_roll_backs, roll_backs);
+    EXPECT_EQ(sim_verify, verify_passes);
+    // The dry-run backend counted the same passes and roll-backs itself.
+    EXPECT_EQ(dry->backend().spec_counts().verify_passes, verify_passes);
+    EXPECT_EQ(dry->backend().spec_counts().roll_backs, roll_backs);
+    EXPECT_EQ(dry->cached_tokens(), slot->cached_tokens());
+  }
+}
+
+// A log without per-step counts cannot drive a speculating dry run: a clear error, not a guess.
+TEST(SpeculationDryRun, NeedsTheLoggedSteps) {
+  auto dry = make_dry_run_slot(make_policy(PolicyConfig{}), SlotConfig{}, NullBackend(64, 100, 10));
+  dry->enable_speculation(SpecConfig{});
+  RecordedRequest r;
+  r.prompt = {1, 2, 3};
+  r.output = {4, 5};
+  const std::vector<RecordedRequest> reqs = {r};
+  EXPECT_THROW(replay(*dry, reqs), std::invalid_argument);
+  r.step_drafted = {3};
+  r.step_accepted = {4};  // more accepted than drafted
+  const std::vector<RecordedRequest> bad = {r};
+  EXPECT_THROW(replay(*dry, bad), std::invalid_argument);
 }
 
 // F32 and Q8_0, and the two packed paths a served file most often takes: Q4_0 (packed Q4_0 trunk,
@@ -587,17 +688,15 @@ TEST(DraftHead, TrimmedFileLoadsAndDrafts) {
 
   const auto prompt = random_tokens(30, m->hparams().n_vocab, 3);
   auto draft_with = [&](Qwen35Model& mm, bool trimmed) {
-    auto st = mm.new_sequence(kCtx);
     SpecConfig cfg;
     cfg.trimmed_head = trimmed;
-    Speculator spec(mm, *st, cfg);
-    ForwardOptions po;
-    spec.configure_pass(30, po);
-    ForwardOutput fo;
-    mm.forward(*st, prompt, po, fo);
-    spec.observe_pass(0, prompt, fo);
-    EXPECT_EQ(spec.drafting_trimmed(), trimmed && mm.weights().mtp->draft_head.has_value());
-    return spec.draft(argmax(fo.logits), 3);
+    ModelBackend mb(mm, kCtx);
+    mb.start_speculation(cfg);
+    Speculator spec(mb, cfg);
+    mb.run(prompt, {}, true, {});
+    EXPECT_EQ(mb.drafter()->drafting_trimmed(), trimmed && mm.weights().mtp->draft_head.has_value());
+    const std::vector<float> logits(mb.logits().begin(), mb.logits().end());
+    return spec.draft(argmax(logits), 3);
   };
   for (int32_t d : draft_with(*m, true))
     EXPECT_TRUE(std::binary_search(M.draft_token_ids.begin(), M.draft_token_ids.end(), d)) << d;
@@ -674,13 +773,20 @@ TEST(DraftHead, LoaderRejectsInconsistentTables) {
 
 TEST(Speculation, NeedsAnMtpBlockAndTheModelBackend) {
   auto m = Qwen35Model::load(ensure_tiny_model("F32", /*mtp=*/false), 1);
-  auto st = m->new_sequence(64);
-  EXPECT_THROW(Speculator(*m, *st, SpecConfig{}), std::logic_error);
+  ModelBackend no_mtp(*m, 64);
+  EXPECT_THROW(no_mtp.start_speculation(SpecConfig{}), std::logic_error);
   auto mm = Qwen35Model::load(ensure_tiny_model("F32"), 1);
-  auto st2 = mm->new_sequence(64);
+  ModelBackend with_mtp(*mm, 64);
+  with_mtp.start_speculation(SpecConfig{});
   SpecConfig bad;
   bad.draft_max = -1;
-  EXPECT_THROW(Speculator(*mm, *st2, bad), std::invalid_argument);
+  EXPECT_THROW(Speculator(with_mtp, bad), std::invalid_argument);
+  // The slot refuses both before touching the backend.
+  Slot no_mtp_slot(std::make_unique<ModelBackend>(*m, 64), make_policy(PolicyConfig{}));
+  EXPECT_THROW(no_mtp_slot.enable_speculation(SpecConfig{}), std::logic_error);
+  Slot slot(std::make_unique<ModelBackend>(*mm, 64), make_policy(PolicyConfig{}));
+  EXPECT_THROW(slot.enable_speculation(bad), std::invalid_argument);
+  EXPECT_EQ(slot.speculator(), nullptr);
 }
 
 }  // namespace

@@ -1,18 +1,23 @@
-// The mechanism behind a slot: the operations a checkpoint policy's decisions turn into
-// (run a pass handing back states at cut positions, copy the recurrent state out, go back
-// to a copy, save and load the whole sequence). Policies never see this interface.
+// The mechanism behind a slot: the operations a checkpoint policy's decisions and a
+// speculator's steps turn into (run a pass handing back states at cut positions, copy the
+// recurrent state out, go back to a copy, save and load the whole sequence; draft, verify
+// drafts in one pass, roll back to the accepted position). Policies never see this interface;
+// the Slot is its only user and the only owner of the backend's state.
 //
 // Two implementations: ModelBackend runs Qwen35Model on a SequenceState; NullBackend only
 // tracks positions and byte counts, so that the replay simulator runs the very same Slot,
-// policies and planner without a network and reproduces the server's counts.
+// policies, planner and Speculator without a network and reproduces the server's counts.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
+#include <vector>
 
 #include "model/sequence_state.h"
+#include "serve/spec_config.h"
 
 namespace tandem::serve {
 
@@ -21,6 +26,25 @@ class SavedSequence {
  public:
   virtual ~SavedSequence() = default;
   virtual size_t bytes() const = 0;
+  // Which backend kind wrote it: load_sequence accepts only its own kind's.
+  virtual std::string_view kind() const = 0;
+};
+
+// The rows of one verification pass: row i holds the logits after the pass's token i.
+// A dry run has no logits (n_vocab 0: every row is empty).
+struct VerifiedRows {
+  const float* data = nullptr;
+  int64_t n_rows = 0;
+  int64_t n_vocab = 0;
+  std::span<const float> row(int64_t i) const {
+    return n_vocab > 0 ? std::span<const float>(data + i * n_vocab, static_cast<size_t>(n_vocab)) : std::span<const float>();
+  }
+};
+
+// What the speculation operations did to the state (the dry run's counts, reported by every backend).
+struct SpecPassCounts {
+  int64_t verify_passes = 0;   // verify() calls with more than one token
+  int64_t roll_backs = 0;      // roll_back() calls
 };
 
 class StateBackend {
@@ -35,6 +59,9 @@ class StateBackend {
   virtual size_t checkpoint_bytes() const = 0;
   // Bytes of a saved sequence of n_tokens tokens (recurrent state + KV rows).
   virtual size_t sequence_bytes(int64_t n_tokens) const = 0;
+  // Memory the live sequence holds: its allocated KV cache and its recurrent state.
+  virtual size_t kv_bytes() const = 0;
+  virtual size_t recurrent_bytes() const = 0;
 
   // Empty sequence at position 0.
   virtual void reset() = 0;
@@ -52,6 +79,27 @@ class StateBackend {
 
   virtual std::unique_ptr<SavedSequence> save_sequence() const = 0;
   virtual void load_sequence(const SavedSequence& saved) = 0;
+
+  // --- Speculative decoding (serve/speculator.h decides; the backend drafts and verifies) ---
+  // Drafting under cfg from now on (again: the new cfg): prompt passes then also keep what the
+  // drafter and a later rollback need (ModelBackend: the MTP head's input rows, the last
+  // draft_max + 1 states). Throws std::logic_error when the backend cannot draft (no MTP head).
+  virtual void start_speculation(const SpecConfig& cfg) = 0;
+  virtual void stop_speculation() = 0;
+  // Up to max_drafts tokens proposed to follow `last` (the token chosen for position n_past(),
+  // not fed yet), into drafts (cleared first). context: the tokens the state consumed, needed
+  // only when the drafter never saw them (after a prompt-cache load).
+  virtual void draft(int32_t last, int max_drafts, std::span<const int32_t> context, std::vector<int32_t>& drafts) = 0;
+  // One pass over tokens (the last token and its drafts) at n_past(), with every row's logits
+  // (one row for a single token); advances the state by tokens.size() and keeps what
+  // roll_back needs. The rows stay valid until the next pass.
+  virtual VerifiedRows verify(std::span<const int32_t> tokens) = 0;
+  // After verify(): puts the state back to position pos, inside the verified pass
+  // (pos0 < pos < pos0 + tokens.size()), as if only the tokens before pos had been fed.
+  virtual void roll_back(int64_t pos) = 0;
+  // Bytes the speculation operations hold (MTP cache, verification buffers); 0 when off.
+  virtual size_t speculation_bytes() const = 0;
+  virtual const SpecPassCounts& spec_counts() const = 0;
 };
 
 }  // namespace tandem::serve

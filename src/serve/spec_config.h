@@ -1,0 +1,28 @@
+// The speculative-decoding settings (docs/speculation.md). One struct read by the two halves of
+// speculation: the Speculator (serve/speculator.h: how many drafts, what is accepted) and the
+// state backend that drafts and verifies (serve/state_backend.h). The booleans after
+// `p_min` are the paper's ablation switches (§4.3): each turns one mechanism off without
+// changing the output, so that the ablations run in one binary.
+#pragma once
+
+namespace tandem::serve {
+
+struct SpecConfig {
+  bool enabled = true;      // off: a step is a plain one-token decode
+  int draft_max = 3;        // k: drafts per step (rollback states retained: k + 1)
+  int draft_min = 0;        // fewer drafts than this: none (a plain step)
+  float p_min = 0.0f;       // stop drafting when the greedy draft's probability (over the top 10) is below
+  // Ablations.
+  // Prompt passes retain the last draft_max + 1 recurrent states, as llama.cpp does whenever
+  // speculation is on (n_rs_seq); rollback-aware: only their last draft_max tokens run per token
+  // (chunked body, paper §4.3); off: the stock way, the whole pass per token.
+  bool retain_prefill_states = true;
+  bool rollback_aware_prefill = true;
+  bool column_shared_verify = true;  // off: the verification pass runs one column at a time
+  bool trimmed_head = true;          // draft over the file's trimmed draft head when it has one
+  // Verification keeps a replay log instead of copying k states (RollbackMode::Replay): a
+  // rejection recomputes the state at the accepted position; off: snapshots, a rejection is a copy.
+  bool replay_rollback = true;
+};
+
+}  // namespace tandem::serve

@@ -239,11 +239,9 @@ int main(int argc, char** argv) {
                                  std::to_string(trace.size()));
     }
     std::vector<serve::RecordedRequest> recorded;
-    for (size_t i = 0; i < trace.size(); ++i) {
-      std::vector<int32_t> sampled = log.empty() ? expected_output(*m.tok, trace[i])
-                                                 : log[i]["output"].get<std::vector<int32_t>>();
-      recorded.push_back(recorded_request(tokens[i], sampled));
-    }
+    for (size_t i = 0; i < trace.size(); ++i)  // a speculating server's log also carries its per-step draft counts
+      recorded.push_back(log.empty() ? recorded_request(tokens[i], expected_output(*m.tok, trace[i]))
+                                     : recorded_request_from_log(tokens[i], log[i]));
 
     std::unique_ptr<CostModel> cost;
     if (!cost_spec.empty()) cost = std::make_unique<CostModel>(parse_cost_model(cost_spec));

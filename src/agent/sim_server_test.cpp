@@ -88,5 +88,58 @@ TEST(ReplayModelVsServer, EqualsTheServersRequestLogOnTheDefaultTrace) {
     }
 }
 
+// The same with speculation on (MTP drafts, the server's defaults): what the head proposed and
+// the target accepted is the log's (timings.step_drafted / step_accepted); every other count —
+// verification passes, roll-backs, tokens fed, and through them the next request's restore,
+// passes and checkpoints — is the dry run's own and must equal the server's on every request.
+TEST(ReplayModelVsServer, EqualsASpeculatingServersRequestLog) {
+  auto& tm = http::testing::TinyModel::get();
+  if (!tm.model->has_mtp()) GTEST_SKIP() << "the tiny test model has no MTP block";
+  const auto gen = generate_trace({});
+  std::vector<RequestTokens> reqs;
+  for (const auto& g : gen) reqs.push_back(tokenize_request(*tm.tok, tm.tmpl, g.record.body));
+  const ServeSettings st = parse_config("--spec on --draft-max 3");
+  ASSERT_TRUE(st.speculation.enabled);
+  const std::string log_path = std::string(TANDEM_BINARY_DIR) + "/test-tmp-agent-spec.jsonl";
+  std::remove(log_path.c_str());
+  {
+    serve::EngineConfig cfg = st;  // the configuration is the server's EngineConfig
+    cfg.n_parallel = 1;
+    serve::Engine engine(*tm.model, *tm.tok, cfg);
+    http::RequestLog log(log_path);
+    engine.set_finish_hook([&log](const serve::EngineRequest& req, const serve::GenerationResult& r, uint64_t id) {
+      log.write(req, r, id);
+    });
+    http::HttpServer server(engine, tm.tmpl, http::HttpServerConfig{});
+    const int port = server.start();
+    httplib::Client cli("127.0.0.1", port);
+    cli.set_read_timeout(300, 0);
+    for (const auto& g : gen) {
+      const auto res = cli.Post("/v1/chat/completions", g.record.body.dump(), "application/json");
+      ASSERT_TRUE(res) << "no response";
+      ASSERT_EQ(res->status, 200) << res->body;
+    }
+    server.stop();
+  }
+  std::ifstream in(log_path);
+  std::vector<nlohmann::ordered_json> log;
+  std::string line;
+  while (std::getline(in, line)) log.push_back(nlohmann::ordered_json::parse(line));
+  ASSERT_EQ(log.size(), gen.size());
+  std::vector<serve::RecordedRequest> recorded;
+  for (size_t i = 0; i < gen.size(); ++i) recorded.push_back(recorded_request_from_log(reqs[i], log[i]));
+  const auto sim = simulate(recorded, st, tm.model->hparams());
+  int64_t verify = 0, roll_backs = 0;
+  for (size_t i = 0; i < gen.size(); ++i) {
+    const auto server = nlohmann::json::parse(log[i]["timings"].dump()).get<serve::RequestStats>();
+    verify += server.verify_passes;
+    roll_backs += server.roll_backs;
+    EXPECT_TRUE(sim[i].same_counts(server)) << "request " << i + 1 << "\nserver " << nlohmann::json(server).dump()
+                                            << "\nsim " << nlohmann::json(sim[i]).dump();
+  }
+  EXPECT_GT(verify, 0);      // speculation ran
+  EXPECT_GT(roll_backs, 0);  // and rejected drafts (random weights: the head is mostly wrong)
+}
+
 }  // namespace
 }  // namespace tandem::agent

@@ -19,6 +19,7 @@
 #include <map>
 #include <fstream>
 #include <random>
+#include <set>
 
 #include "gguf/gguf_writer.h"
 #include "model/draft_vocab.h"
@@ -544,7 +545,7 @@ TEST_P(SpeculatorTest, DryRunReproducesASpeculatingSlotsCounts) {
   for (int variant = 0; variant < 3; ++variant) {
     SCOPED_TRACE("variant " + std::to_string(variant));
     SpecConfig cfg;
-    if (variant == 1) cfg.p_min = 0.3f;
+    if (variant == 1) cfg.p_min = 0.11f;
     PromptCache cache;
     auto slot = make_slot(m, &cache);
     Speculator& spec = slot->enable_speculation(cfg);
@@ -587,6 +588,9 @@ TEST_P(SpeculatorTest, DryRunReproducesASpeculatingSlotsCounts) {
     }
     if (variant == 2) EXPECT_GT(roll_backs, 0);
     EXPECT_GT(verify_passes, 0);
+    std::set<int32_t> drafted;
+    for (const RequestStats& st : served) drafted.insert(st.step_drafted.begin(), st.step_drafted.end());
+    EXPECT_GT(drafted.size(), 1u);  // steps that drafted fewer than k (probability floor, output limit)
 
     PolicyConfig pc;
     pc.kind = PolicyKind::Divergence;

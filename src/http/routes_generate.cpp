@@ -15,6 +15,7 @@
 #include "http/response_json.h"
 #include "http/server.h"
 #include "http/sse.h"
+#include "serve/engine.h"
 
 namespace tandem::http {
 

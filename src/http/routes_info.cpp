@@ -7,7 +7,9 @@
 #include "http/metrics_text.h"
 #include "http/request_parse.h"
 #include "http/server.h"
+#include "serve/engine.h"
 #include "serve/policy_factory.h"
+#include "text/chat_template.h"
 
 namespace tandem::http {
 

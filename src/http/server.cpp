@@ -9,6 +9,7 @@
 #include "http/api_error.h"
 #include "http/auth.h"
 #include "http/error_map.h"
+#include "serve/engine.h"
 
 namespace tandem::http {
 

@@ -15,8 +15,14 @@
 #include <thread>
 #include <vector>
 
-#include "serve/engine.h"
-#include "text/chat_template.h"
+// Declarations only: a tool that starts a server includes serve/engine.h itself, and none of the
+// engine's, the model's or the kernels' headers come in through this one.
+namespace tandem::serve {
+class Engine;
+}  // namespace tandem::serve
+namespace tandem::text {
+class ChatTemplate;
+}  // namespace tandem::text
 
 namespace httplib {
 class Server;

@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "model/qwen35_model.h"
+#include "runtime/resource_governor.h"
 #include "serve/generation.h"
 #include "serve/policy_factory.h"
 #include "serve/prompt_cache.h"
@@ -36,6 +36,10 @@
 #include "serve/speculator.h"
 #include "text/sampler.h"
 #include "text/tokenizer.h"
+
+namespace tandem {
+class Qwen35Model;  // model/qwen35_model.h: the engine holds a reference; its .cpp runs it
+}  // namespace tandem
 
 namespace tandem::serve {
 

@@ -21,7 +21,9 @@ namespace tandem::serve {
 struct BatchConfig {
   int64_t n_batch = 2048;   // llama.cpp's logical batch (-b)
   int64_t n_ubatch = 512;   // llama.cpp's micro-batch (-ub): the size of one pass
-  bool consolidate = false;
+  // Consolidation (serving.md §3.4): on is the server's default (--consolidate-batches, the
+  // serving settings' table reads it here); off is llama.cpp's batching, the paper's ablation.
+  bool consolidate = true;
 
   // Throws std::invalid_argument unless 1 <= n_ubatch <= n_batch.
   void validate() const;

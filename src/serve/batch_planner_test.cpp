@@ -9,8 +9,11 @@ namespace {
 
 using P = std::vector<int64_t>;
 
+// llama.cpp's batching: the two tail cuts (BatchConfig{} consolidates, the server's default).
+constexpr BatchConfig kStock{.consolidate = false};
+
 TEST(BatchPlanner, SixHundredNewTokensStock) {
-  BatchPlanner planner(BatchConfig{});
+  BatchPlanner planner(kStock);
   const BatchPlan plan = planner.plan(1000, 1600, {}, true);
   EXPECT_EQ(plan.pass_sizes(), (P{84, 512, 4}));
   ASSERT_EQ(plan.batches.size(), 3u);
@@ -27,7 +30,7 @@ TEST(BatchPlanner, SixHundredNewTokensConsolidated) {
 }
 
 TEST(BatchPlanner, FullBatchesSplitIntoMicroBatches) {
-  BatchPlanner planner(BatchConfig{});
+  BatchPlanner planner(kStock);
   const BatchPlan plan = planner.plan(0, 3000, {}, true);
   EXPECT_EQ(plan.pass_sizes(), (P{512, 512, 512, 512, 436, 512, 4}));
   ASSERT_EQ(plan.batches.size(), 4u);
@@ -36,12 +39,12 @@ TEST(BatchPlanner, FullBatchesSplitIntoMicroBatches) {
 }
 
 TEST(BatchPlanner, WithoutTailCutsOnlyFullBatchesAndMicroBatches) {
-  BatchPlanner planner(BatchConfig{});
+  BatchPlanner planner(kStock);
   EXPECT_EQ(planner.plan(1000, 1600, {}, false).pass_sizes(), (P{512, 88}));
 }
 
 TEST(BatchPlanner, ForcedCutEndsABatch) {
-  BatchPlanner planner(BatchConfig{});
+  BatchPlanner planner(kStock);
   const Cut cut{1300, BatchStart::UserMessage};
   const BatchPlan plan = planner.plan(1000, 1600, std::span<const Cut>(&cut, 1), true);
   EXPECT_EQ(plan.pass_sizes(), (P{84, 216, 296, 4}));
@@ -49,7 +52,7 @@ TEST(BatchPlanner, ForcedCutEndsABatch) {
 }
 
 TEST(BatchPlanner, ShortRemainders) {
-  BatchPlanner planner(BatchConfig{});
+  BatchPlanner planner(kStock);
   EXPECT_EQ(planner.plan(10, 13, {}, true).pass_sizes(), (P{3}));
   EXPECT_EQ(planner.plan(10, 15, {}, true).pass_sizes(), (P{1, 4}));  // the N-4 cut one token in
   EXPECT_EQ(planner.plan(0, 1, {}, true).pass_sizes(), (P{1}));
@@ -63,7 +66,7 @@ TEST(BatchPlanner, SmallBatchesClampTheTailOffsets) {
 TEST(BatchPlanner, RejectsBadConfigs) {
   EXPECT_THROW(BatchPlanner(BatchConfig{256, 512, false}), std::invalid_argument);
   EXPECT_THROW(BatchPlanner(BatchConfig{256, 0, false}), std::invalid_argument);
-  BatchPlanner planner(BatchConfig{});
+  BatchPlanner planner(kStock);
   const Cut cuts[2] = {{20, BatchStart::UserMessage}, {10, BatchStart::UserMessage}};
   EXPECT_THROW(planner.plan(0, 100, cuts, true), std::invalid_argument);
 }

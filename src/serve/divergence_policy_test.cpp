@@ -77,7 +77,7 @@ TEST(DivergencePolicy, SplitPassEndsABatchAtL) {
 }
 
 TEST(DivergencePolicy, EvictsOldestWhenFull) {
-  SlotConfig cfg;
+  SlotConfig cfg = stock_slot();
   cfg.ctx_checkpoints = 3;
   auto slot = dry_slot(divergence(), cfg);
   request(*slot, step({seg(10, 200)}, 50), {10}, 4);
@@ -88,7 +88,7 @@ TEST(DivergencePolicy, EvictsOldestWhenFull) {
 }
 
 TEST(DivergencePolicy, ConsolidatedTailKeepsOneCopy) {
-  SlotConfig cfg;
+  SlotConfig cfg = stock_slot();
   cfg.batch.consolidate = true;
   auto slot = dry_slot(divergence(), cfg);
   const RequestStats s1 = request(*slot, step({seg(10, 200)}, 50), {10}, 4);

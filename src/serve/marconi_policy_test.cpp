@@ -40,7 +40,7 @@ TEST(MarconiPolicy, BranchAndLeafAdmission) {
 }
 
 TEST(MarconiPolicy, EvictsByRecencyWithAlphaZero) {
-  SlotConfig cfg;
+  SlotConfig cfg = stock_slot();
   cfg.ctx_checkpoints = 2;
   auto slot = dry_slot(marconi(0, false), cfg);
   request(*slot, step({seg(10, 200)}, 50), {10}, 2);
@@ -53,7 +53,7 @@ TEST(MarconiPolicy, EvictsByRecencyWithAlphaZero) {
 }
 
 TEST(MarconiPolicy, AlphaWeighsFlopsSavedPerByte) {
-  SlotConfig cfg;
+  SlotConfig cfg = stock_slot();
   cfg.ctx_checkpoints = 2;
   auto slot = dry_slot(marconi(2.0, false), cfg);
   request(*slot, step({seg(10, 200)}, 50), {10}, 2);
@@ -65,7 +65,7 @@ TEST(MarconiPolicy, AlphaWeighsFlopsSavedPerByte) {
 }
 
 TEST(MarconiPolicy, AlphaIsTunedOnceAfterFiveTimesTheRequestsOfTheFirstEviction) {
-  SlotConfig cfg;
+  SlotConfig cfg = stock_slot();
   cfg.ctx_checkpoints = 2;
   auto owned = marconi(0, true);
   MarconiPolicy* policy = owned.get();

@@ -18,7 +18,7 @@ TEST(PromptCache, SavesUnrelatedSlotsAndLoadsTheBestEntry) {
   PromptCacheOptions opt;
   opt.budget_mib = 1;
   PromptCache cache(opt);
-  auto slot = dry_slot(std::make_unique<StockPolicy>(), {}, kBigCheckpoint);
+  auto slot = dry_slot(std::make_unique<StockPolicy>(), stock_slot(), kBigCheckpoint);
   slot->set_prompt_cache(&cache);
 
   const auto pa = cat({seg(1, 10), seg(2, 500)});

@@ -28,7 +28,14 @@ inline std::vector<int32_t> cat(std::initializer_list<std::vector<int32_t>> part
 constexpr size_t kCheckpointBytes = 1000;
 constexpr size_t kKvBytesPerToken = 10;
 
-inline std::unique_ptr<Slot> dry_slot(std::unique_ptr<CheckpointPolicy> policy, SlotConfig cfg = {},
+// llama.cpp's batching (two tail cuts, no consolidation): what these tests' pass counts are written for.
+inline SlotConfig stock_slot() {
+  SlotConfig c;
+  c.batch.consolidate = false;
+  return c;
+}
+
+inline std::unique_ptr<Slot> dry_slot(std::unique_ptr<CheckpointPolicy> policy, SlotConfig cfg = stock_slot(),
                                       size_t checkpoint_bytes = kCheckpointBytes) {
   return make_dry_run_slot(std::move(policy), cfg, NullBackend(1 << 20, checkpoint_bytes, kKvBytesPerToken));
 }

@@ -45,7 +45,7 @@ TEST(StockPolicy, UserMessageAndTailCheckpoints) {
 
 TEST(StockPolicy, PaperExampleSixHundredNewTokens) {
   for (bool consolidate : {false, true}) {
-    SlotConfig cfg;
+    SlotConfig cfg = stock_slot();
     cfg.batch.consolidate = consolidate;
     auto slot = dry_slot(stock(), cfg);
     const RequestStats s1 = request(*slot, cat({seg(1, 400), seg(2, 100)}), {400});
@@ -64,7 +64,7 @@ TEST(StockPolicy, PaperExampleSixHundredNewTokens) {
 }
 
 TEST(StockPolicy, OldestFirstEvictionWhenFull) {
-  SlotConfig cfg;
+  SlotConfig cfg = stock_slot();
   cfg.ctx_checkpoints = 2;
   auto slot = dry_slot(stock(), cfg);
   const RequestStats s1 = request(*slot, cat({seg(1, 10), seg(2, 990)}), {10});
@@ -117,7 +117,7 @@ TEST(StockPolicy, EarlierUserMessagesOnlyFarFromTheNewestCheckpoint) {
 }
 
 TEST(StockPolicy, NoCheckpointsMeansNoTailCuts) {
-  SlotConfig cfg;
+  SlotConfig cfg = stock_slot();
   cfg.ctx_checkpoints = 0;
   auto slot = dry_slot(stock(), cfg);
   const RequestStats s = request(*slot, seg(1, 600), {});

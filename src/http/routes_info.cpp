@@ -9,6 +9,7 @@
 #include "http/server.h"
 #include "serve/engine.h"
 #include "serve/policy_factory.h"
+#include "serve/serving_settings.h"
 #include "text/chat_template.h"
 
 namespace tandem::http {
@@ -40,6 +41,27 @@ Json serving_json(const serve::EngineSnapshot& s, const serve::EngineConfig& c) 
                                    {"column_shared_verify", c.speculation.column_shared_verify},
                                    {"trimmed_head", c.speculation.trimmed_head},
                                    {"rollback", c.speculation.replay_rollback ? "replay" : "copy"}}}};
+}
+
+// Every serving setting of the table (serve/serving_settings.h), keyed by its long flag without the
+// dashes: the value the engine runs now (the run-time switches of POST /props included) and the
+// default, as the flag takes them, whether the replay model's counts depend on it and whether it is
+// one of the paper's ablation switches.
+Json settings_json(const serve::EngineSnapshot& s, const serve::EngineConfig& c) {
+  serve::EngineConfig now = c;
+  now.policy.kind = s.policy;
+  now.policy.divergence.min_gap = s.min_gap;
+  now.slot.batch.consolidate = s.consolidate;
+  now.slot.ctx_checkpoints = s.ctx_checkpoints;
+  now.timeout_ms = s.timeout_ms;
+  const serve::EngineConfig defaults;
+  Json j = Json::object();
+  for (const serve::ServingSetting& r : serve::serving_settings())
+    j[r.key()] = Json{{"value", r.get(now)},
+                      {"default", r.get(defaults)},
+                      {"changes_counts", r.changes_counts},
+                      {"ablation", r.ablation}};
+  return j;
 }
 
 }  // namespace
@@ -82,7 +104,8 @@ void HttpServer::props_get(const httplib::Request&, httplib::Response& res) {
                       {"model_path", cfg_.model_path},
                       {"model", cfg_.model_names.front()},
                       {"chat_template", text::chat_template_family_name(tmpl_.family())},
-                      {"serving", serving_json(s, c)}});
+                      {"serving", serving_json(s, c)},
+                      {"settings", settings_json(s, c)}});
 }
 
 void HttpServer::props_post(const httplib::Request& req, httplib::Response& res) {

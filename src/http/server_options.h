@@ -1,4 +1,8 @@
 // tandem-server's command line -> ServerOptions (kept out of main so that tests parse flags too).
+// Two tables of the same row type (serve::SettingRow): the front end's own flags below (model,
+// listen address, threads, idle release, ...: none changes a count), and the serving settings of
+// serve/serving_settings.h (everything in EngineConfig). The parser and --help read both; the
+// defaults are the member initializers (ServerOptions' and EngineConfig's), nowhere else.
 #pragma once
 
 #include <cstdint>
@@ -6,6 +10,7 @@
 #include <vector>
 
 #include "serve/engine.h"
+#include "serve/serving_settings.h"
 
 namespace tandem::http {
 
@@ -21,16 +26,19 @@ struct ServerOptions {
   std::string log_requests;           // --log-requests FILE
   std::string cpu_path;               // --cpu-path scalar|avx2|avx512|amx
   std::vector<std::string> aliases;   // --alias NAME (accepted "model" values besides the file name)
-  serve::EngineConfig engine;         // --ctx-size --parallel --queue --timeout-ms --ctx-checkpoints --cache-ram
-                                      // --checkpoint-policy --min-gap --consolidate-batches --n-batch --n-ubatch
+  serve::EngineConfig engine;         // the serving settings (serve::serving_settings(): --ctx-size, --parallel, ...)
   bool help = false;                  // --help
 };
 
-// Defaults as documented (ctx-size 4096, parallel 1, queue 64, ctx-checkpoints 8, cache-ram 512,
-// divergence, min-gap 8, consolidation on, n-batch 2048, n-ubatch 512).
+using FrontEndSetting = serve::SettingRow<ServerOptions>;
+// The front end's own flags, in --help order (none changes the replay model's counts).
+const std::vector<FrontEndSetting>& front_end_settings();
+
+// ServerOptions{}: the member initializers are the defaults (--help prints them).
 ServerOptions default_server_options();
 // args excludes the program name. Throws std::invalid_argument naming the flag.
 ServerOptions parse_server_args(const std::vector<std::string>& args);
+// Generated from the two tables.
 std::string server_usage();
 
 }  // namespace tandem::http

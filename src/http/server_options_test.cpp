@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace tandem::http {
 namespace {
 
@@ -68,6 +70,55 @@ TEST(ServerOptions, BadFlagsSayWhatIsWrong) {
   EXPECT_NE(msg({"-m"}).find("needs a value"), std::string::npos);
   EXPECT_TRUE(parse_server_args({"--help"}).help);
   EXPECT_NE(server_usage().find("--checkpoint-policy"), std::string::npos);
+}
+
+// One table: --help is generated from the serving settings and the front end's rows, every row's
+// default is its struct's initializer (giving it back as a flag changes nothing), and the rows the
+// replay model applies are the ones whose settings change its counts.
+TEST(ServerOptions, OneTableOfSettings) {
+  const std::string usage = server_usage();
+  std::vector<std::string> args = {"-m", "m.gguf"};
+  for (const auto& r : serve::serving_settings()) {
+    for (const std::string& n : r.names) EXPECT_NE(usage.find(n), std::string::npos) << n;
+    ASSERT_TRUE(r.get) << r.long_name();
+    args.push_back(r.long_name());
+    if (!r.value.empty()) args.push_back(r.get(serve::EngineConfig{}));
+  }
+  for (const auto& r : front_end_settings()) {
+    for (const std::string& n : r.names) EXPECT_NE(usage.find(n), std::string::npos) << n;
+    EXPECT_FALSE(r.changes_counts) << r.long_name();
+    EXPECT_FALSE(r.ablation) << r.long_name();
+    if (r.get && !r.value.empty()) {
+      args.push_back(r.long_name());
+      args.push_back(r.get(ServerOptions{}));
+    }
+  }
+  EXPECT_NE(usage.find("--consolidate-batches on|off one tail cut at N - n_ubatch instead of two (default on)"),
+            std::string::npos);
+  EXPECT_NE(usage.find("Endpoints:"), std::string::npos);
+  const ServerOptions o = parse_server_args(args);
+  for (const auto& r : serve::serving_settings()) EXPECT_EQ(r.get(o.engine), r.get(serve::EngineConfig{})) << r.long_name();
+  for (const auto& r : front_end_settings())
+    if (r.get) EXPECT_EQ(r.get(o), r.get(ServerOptions{})) << r.long_name();
+
+  std::set<std::string> counts, ablations;
+  for (const auto& r : serve::serving_settings()) {
+    if (r.changes_counts) counts.insert(r.long_name());
+    if (r.ablation) ablations.insert(r.long_name());
+  }
+  EXPECT_EQ(counts, (std::set<std::string>{"--ctx-size", "--parallel", "--ctx-checkpoints", "--cache-ram",
+                                           "--checkpoint-policy", "--min-gap", "--consolidate-batches", "--n-batch",
+                                           "--n-ubatch", "--spec", "--draft-max", "--draft-min", "--draft-p-min",
+                                           "--spec-rollback-aware", "--spec-column-shared", "--spec-trimmed-head",
+                                           "--spec-rollback"}));
+  EXPECT_EQ(ablations, (std::set<std::string>{"--consolidate-batches", "--spec-rollback-aware", "--spec-column-shared",
+                                              "--spec-trimmed-head", "--spec-rollback"}));
+  EXPECT_EQ(serve::ablation_settings().size(), ablations.size());
+  // llama.cpp's other spellings are accepted without being listed.
+  const ServerOptions l = parse_server_args({"-m", "m.gguf", "--batch-size", "1024", "--ubatch-size", "128", "-a", "x"});
+  EXPECT_EQ(l.engine.slot.batch.n_batch, 1024);
+  EXPECT_EQ(l.engine.slot.batch.n_ubatch, 128);
+  EXPECT_EQ(l.aliases, std::vector<std::string>{"x"});
 }
 
 }  // namespace

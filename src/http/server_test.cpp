@@ -7,6 +7,7 @@
 #include <set>
 
 #include "http/http_test_util.h"
+#include "serve/serving_settings.h"
 
 namespace tandem::http {
 namespace {
@@ -442,6 +443,30 @@ TEST(HttpServer, SlotsAndMetricsDescribeTheEngine) {
   const Json after = parse(c->Post("/v1/chat/completions", to_text(chat_body("two", 2)), "application/json"));
   EXPECT_EQ(after["timings"]["policy"], "marconi");
   EXPECT_EQ(after["timings"]["consolidate"], false);
+}
+
+// GET /props "settings": every row of the serving-settings table with the value the engine runs
+// (run-time switches included), its default, and whether it changes counts / is an ablation.
+TEST(HttpServer, PropsReportsTheServingSettingsTable) {
+  const serve::EngineConfig cfg = small_engine();
+  TestServer s(cfg);
+  auto c = s.client();
+  const Json settings = parse(c->Get("/props"))["settings"];
+  ASSERT_EQ(settings.size(), serve::serving_settings().size());
+  for (const auto& r : serve::serving_settings()) {
+    SCOPED_TRACE(r.long_name());
+    ASSERT_TRUE(settings.contains(r.key()));
+    EXPECT_EQ(settings[r.key()]["value"], r.get(cfg));
+    EXPECT_EQ(settings[r.key()]["default"], r.get(serve::EngineConfig{}));
+    EXPECT_EQ(settings[r.key()]["changes_counts"], r.changes_counts);
+    EXPECT_EQ(settings[r.key()]["ablation"], r.ablation);
+  }
+  EXPECT_EQ(settings["ctx-size"]["value"], std::to_string(cfg.n_ctx));
+  const Json p = parse(c->Post("/props", to_text(Json{{"checkpoint_policy", "stock"}, {"consolidate_batches", false}}),
+                               "application/json"));
+  EXPECT_EQ(p["settings"]["checkpoint-policy"]["value"], "stock");
+  EXPECT_EQ(p["settings"]["consolidate-batches"]["value"], "off");
+  EXPECT_EQ(p["settings"]["consolidate-batches"]["default"], "on");
 }
 
 }  // namespace

@@ -1,0 +1,213 @@
+#include "serve/serving_settings.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <sstream>
+#include <type_traits>
+
+namespace tandem::serve {
+
+int64_t setting_int(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
+  size_t used = 0;
+  int64_t x = 0;
+  try {
+    x = std::stoll(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v.size() || v.empty()) throw std::invalid_argument(flag + ": expected an integer, got '" + v + "'");
+  if (x < lo || x > hi)
+    throw std::invalid_argument(flag + ": expected a value in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                                "], got " + v);
+  return x;
+}
+
+bool setting_on_off(const std::string& flag, const std::string& v) {
+  if (v == "on" || v == "1" || v == "true") return true;
+  if (v == "off" || v == "0" || v == "false") return false;
+  throw std::invalid_argument(flag + ": expected on or off, got '" + v + "'");
+}
+
+float setting_probability(const std::string& flag, const std::string& v) {
+  char* end = nullptr;
+  errno = 0;
+  const double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || errno != 0 || !(x >= 0.0 && x <= 1.0))
+    throw std::invalid_argument(flag + ": expected a probability in [0, 1], got '" + v + "'");
+  return static_cast<float>(x);
+}
+
+std::string on_off(bool on) { return on ? "on" : "off"; }
+
+std::string setting_help_line(const std::vector<std::string>& names, const std::string& value, const std::string& help,
+                              const std::string& default_text) {
+  constexpr size_t kIndent = 2, kColumn = 31;  // names from column 2, help from column 31
+  std::string left;
+  for (const std::string& n : names) left += (left.empty() ? "" : ", ") + n;
+  if (!value.empty()) left += " " + value;
+  std::string text = help;
+  if (const size_t at = text.find("{}"); at != std::string::npos) text.replace(at, 2, default_text);
+  std::string out(kIndent, ' ');
+  out += left;
+  out += std::string(out.size() + 1 < kColumn ? kColumn - out.size() : 1, ' ');
+  for (const char c : text) {
+    out += c;
+    if (c == '\n') out += std::string(kColumn, ' ');
+  }
+  out += '\n';
+  return out;
+}
+
+namespace {
+
+constexpr int64_t kBig = int64_t(1) << 40;
+
+std::string probability_text(float p) {
+  std::ostringstream o;
+  o << p;
+  return o.str();
+}
+
+// A row of an integer field in [lo, hi].
+template <class Field>
+ServingSetting int_row(std::vector<std::string> names, std::vector<std::string> aliases, std::string value,
+                       std::string help, bool counts, int64_t lo, int64_t hi, Field field) {
+  ServingSetting r;
+  r.names = std::move(names);
+  r.aliases = std::move(aliases);
+  r.value = std::move(value);
+  r.help = std::move(help);
+  r.changes_counts = counts;
+  r.set = [=](EngineConfig& c, const std::string& flag, const std::string& v) {
+    auto& f = field(c);
+    f = static_cast<std::remove_reference_t<decltype(f)>>(setting_int(flag, v, lo, hi));
+  };
+  r.get = [=](const EngineConfig& c) { return std::to_string(field(c)); };
+  return r;
+}
+
+// A row of an on|off field.
+template <class Field>
+ServingSetting on_off_row(std::vector<std::string> names, std::string help, bool counts, bool ablation, Field field) {
+  ServingSetting r;
+  r.names = std::move(names);
+  r.value = "on|off";
+  r.help = std::move(help);
+  r.changes_counts = counts;
+  r.ablation = ablation;
+  r.set = [=](EngineConfig& c, const std::string& flag, const std::string& v) { field(c) = setting_on_off(flag, v); };
+  r.get = [=](const EngineConfig& c) { return on_off(field(c)); };
+  return r;
+}
+
+std::vector<ServingSetting> make_table() {
+  std::vector<ServingSetting> t;
+  // Slots and context.
+  t.push_back(int_row({"-c", "--ctx-size"}, {}, "N", "context per slot in tokens (default {})", true, 2, kBig,
+                      [](auto& c) -> auto& { return c.n_ctx; }));
+  t.push_back(int_row({"-np", "--parallel"}, {}, "N", "slots (default {})", true, 1, 1024,
+                      [](auto& c) -> auto& { return c.n_parallel; }));
+  t.push_back(int_row({"--queue"}, {}, "N", "requests that may wait for a slot; beyond: 503 (default {})", false, 0, 1 << 20,
+                      [](auto& c) -> auto& { return c.queue_max; }));
+  t.push_back(int_row({"--timeout-ms"}, {}, "N",
+                      "per-request deadline from arrival, 0 = none (default {});\n"
+                      "a request's \"timeout_ms\" overrides it",
+                      false, 0, kBig, [](auto& c) -> auto& { return c.timeout_ms; }));
+  // Checkpoints, prompt cache, policy, batching.
+  t.push_back(int_row({"--ctx-checkpoints"}, {}, "N", "checkpoints per slot (default {})", true, 0, 1 << 20,
+                      [](auto& c) -> auto& { return c.slot.ctx_checkpoints; }));
+  t.push_back(int_row({"--cache-ram"}, {}, "MIB", "host prompt cache budget, 0 = off (default {})", true, 0, kBig,
+                      [](auto& c) -> auto& { return c.cache_ram_mib; }));
+  {
+    ServingSetting r;
+    r.names = {"--checkpoint-policy"};
+    r.value = "P";
+    r.help = "stock | marconi | divergence (default {})";
+    r.changes_counts = true;
+    r.set = [](EngineConfig& c, const std::string&, const std::string& v) { c.policy.kind = parse_policy_kind(v); };
+    r.get = [](const EngineConfig& c) { return std::string(to_string(c.policy.kind)); };
+    t.push_back(std::move(r));
+  }
+  t.push_back(int_row({"--min-gap"}, {}, "N", "divergence: least L - R for a divergence checkpoint (default {})", true, 0,
+                      kBig, [](auto& c) -> auto& { return c.policy.divergence.min_gap; }));
+  t.push_back(on_off_row({"--consolidate-batches"}, "one tail cut at N - n_ubatch instead of two (default {})", true,
+                         /*ablation=*/true, [](auto& c) -> auto& { return c.slot.batch.consolidate; }));
+  t.push_back(int_row({"-b", "--n-batch"}, {"--batch-size"}, "N", "logical batch (default {})", true, 1, kBig,
+                      [](auto& c) -> auto& { return c.slot.batch.n_batch; }));
+  t.push_back(int_row({"-ub", "--n-ubatch"}, {"--ubatch-size"}, "N", "micro-batch = one pass (default {})", true, 1, kBig,
+                      [](auto& c) -> auto& { return c.slot.batch.n_ubatch; }));
+  // Speculative decoding (docs/speculation.md).
+  t.push_back(on_off_row({"--spec"},
+                         "speculative decoding with the model's MTP head (default {}; output\n"
+                         "unchanged, docs/speculation.md)",
+                         true, false, [](auto& c) -> auto& { return c.speculation.enabled; }));
+  t.push_back(int_row({"--draft-max"}, {}, "N",
+                      "drafts per step, k (default {}); also the tokens every prompt\n"
+                      "pass runs per token at its end, speculation on or off",
+                      true, 1, 16, [](auto& c) -> auto& { return c.speculation.draft_max; }));
+  t.push_back(int_row({"--draft-min"}, {}, "N", "fewer drafts than this: a plain step (default {})", true, 0, 16,
+                      [](auto& c) -> auto& { return c.speculation.draft_min; }));
+  {
+    ServingSetting r;
+    r.names = {"--draft-p-min"};
+    r.value = "P";
+    r.help = "stop drafting below this draft probability (default {})";
+    r.changes_counts = true;
+    r.set = [](EngineConfig& c, const std::string& flag, const std::string& v) {
+      c.speculation.p_min = setting_probability(flag, v);
+    };
+    r.get = [](const EngineConfig& c) { return probability_text(c.speculation.p_min); };
+    t.push_back(std::move(r));
+  }
+  t.push_back(on_off_row({"--spec-rollback-aware"},
+                         "prompt passes keep k+1 states with a per-token tail only (default {};\n"
+                         "off: the stock way, the whole pass per token)",
+                         true, true, [](auto& c) -> auto& { return c.speculation.rollback_aware_prefill; }));
+  t.push_back(on_off_row({"--spec-column-shared"}, "verify all drafts in one column-shared pass (default {})", true, true,
+                         [](auto& c) -> auto& { return c.speculation.column_shared_verify; }));
+  t.push_back(on_off_row({"--spec-trimmed-head"}, "draft over the file's trimmed draft head when present (default {})",
+                         true, true, [](auto& c) -> auto& { return c.speculation.trimmed_head; }));
+  {
+    ServingSetting r;
+    r.names = {"--spec-rollback"};
+    r.value = "replay|copy";
+    r.help =
+        "rejected drafts: recompute the state from the verify pass's replay\n"
+        "log (default {}) or copy one of k states it saved";
+    r.changes_counts = true;
+    r.ablation = true;
+    r.set = [](EngineConfig& c, const std::string& flag, const std::string& v) {
+      if (v == "replay") c.speculation.replay_rollback = true;
+      else if (v == "copy") c.speculation.replay_rollback = false;
+      else throw std::invalid_argument(flag + ": expected replay or copy, got '" + v + "'");
+    };
+    r.get = [](const EngineConfig& c) { return std::string(c.speculation.replay_rollback ? "replay" : "copy"); };
+    t.push_back(std::move(r));
+  }
+  return t;
+}
+
+}  // namespace
+
+const std::vector<ServingSetting>& serving_settings() {
+  static const std::vector<ServingSetting> table = make_table();
+  return table;
+}
+
+std::vector<const ServingSetting*> ablation_settings() {
+  std::vector<const ServingSetting*> out;
+  for (const ServingSetting& r : serving_settings())
+    if (r.ablation) out.push_back(&r);
+  return out;
+}
+
+void validate_serving(const EngineConfig& c) {
+  if (c.speculation.draft_min > c.speculation.draft_max)
+    throw std::invalid_argument("--draft-min (" + std::to_string(c.speculation.draft_min) + ") must not exceed --draft-max (" +
+                                std::to_string(c.speculation.draft_max) + ")");
+  if (c.slot.batch.n_ubatch > c.slot.batch.n_batch)
+    throw std::invalid_argument("--n-ubatch (" + std::to_string(c.slot.batch.n_ubatch) + ") must not exceed --n-batch (" +
+                                std::to_string(c.slot.batch.n_batch) + ")");
+}
+
+}  // namespace tandem::serve

@@ -5,28 +5,14 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "http/server_options.h"
 #include "serve/dry_run.h"
 #include "serve/flop_model.h"
 #include "serve/null_backend.h"
 #include "serve/prompt_cache.h"
+#include "serve/serving_settings.h"
 
 namespace tandem::agent {
-
-namespace {
-
-int64_t to_int(const std::string& flag, const std::string& v) {
-  size_t used = 0;
-  int64_t x = 0;
-  try {
-    x = std::stoll(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != v.size() || v.empty()) throw std::invalid_argument(flag + ": expected an integer, got \"" + v + "\"");
-  return x;
-}
-
-}  // namespace
 
 std::vector<std::string> split_args(const std::string& s) {
   std::vector<std::string> out;
@@ -55,52 +41,24 @@ std::vector<std::string> split_args(const std::string& s) {
 }
 
 ServeSettings parse_serve_flags(const std::vector<std::string>& args, ServeSettings s) {
-  static const char* kSkipWithValue[] = {"-m", "--model", "--host", "--port", "-t", "--threads", "--log-requests",
-                                         "--alias", "-a", "--timeout-ms", "--queue", "--api-key", "--http-threads",
-                                         "--idle-release-ms", "--cpu-path"};
-  static const char* kSkipFlag[] = {"--verbose", "-v"};
+  const auto& serving = serve::serving_settings();
+  const auto& front = http::front_end_settings();
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    auto value = [&]() -> const std::string& {
-      if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
-      return args[++i];
-    };
-    if (a == "--checkpoint-policy") {
-      s.policy.kind = serve::parse_policy_kind(value());
-    } else if (a == "--consolidate-batches") {
-      const std::string& v = value();
-      if (v == "on" || v == "1" || v == "true") s.slot.batch.consolidate = true;
-      else if (v == "off" || v == "0" || v == "false") s.slot.batch.consolidate = false;
-      else throw std::invalid_argument("--consolidate-batches: expected on or off, got '" + v + "'");
-    } else if (a == "-np" || a == "--parallel") {
-      if (to_int(a, value()) != 1) throw std::invalid_argument("the replay model simulates one slot (--parallel 1)");
-    } else if (a == "--min-gap") {
-      s.policy.divergence.min_gap = to_int(a, value());
-      if (s.policy.divergence.min_gap < 0) throw std::invalid_argument("--min-gap must be >= 0");
-    } else if (a == "--ctx-checkpoints") {
-      const int64_t n = to_int(a, value());
-      if (n < 0 || n > 1 << 20) throw std::invalid_argument("--ctx-checkpoints must be >= 0");
-      s.slot.ctx_checkpoints = static_cast<int>(n);
-    } else if (a == "--cache-ram") {
-      const int64_t n = to_int(a, value());
-      s.cache_ram_mib = n < 0 ? 0 : static_cast<size_t>(n);
-    } else if (a == "-c" || a == "--ctx-size") {
-      s.n_ctx = to_int(a, value());
-    } else if (a == "-b" || a == "--n-batch" || a == "--batch-size") {
-      s.slot.batch.n_batch = to_int(a, value());
-    } else if (a == "-ub" || a == "--n-ubatch" || a == "--ubatch-size") {
-      s.slot.batch.n_ubatch = to_int(a, value());
-    } else {
-      bool skipped = false;
-      for (const char* f : kSkipWithValue)
-        if (a == f) {
-          value();
-          skipped = true;
-        }
-      for (const char* f : kSkipFlag) skipped = skipped || a == f;
-      if (!skipped) throw std::invalid_argument("unknown server flag \"" + a + "\" for the replay model");
+    if (const auto* r = serve::find_setting<serve::EngineConfig>(serving, a)) {
+      if (r->changes_counts) {
+        serve::apply_setting(*r, static_cast<serve::EngineConfig&>(s), args, i);
+        continue;
+      }
+      if (!r->value.empty() && ++i >= args.size()) throw std::invalid_argument(a + " needs a value");
+    } else if (const auto* f = serve::find_setting<http::ServerOptions>(front, a)) {
+      if (!f->value.empty() && ++i >= args.size()) throw std::invalid_argument(a + " needs a value");
+    } else if (a != "--verbose" && a != "-v") {
+      throw std::invalid_argument("unknown server flag \"" + a + "\" for the replay model");
     }
   }
+  if (s.n_parallel != 1) throw std::invalid_argument("the replay model simulates one slot (--parallel 1)");
+  serve::validate_serving(s);
   s.slot.batch.validate();
   return s;
 }
@@ -123,13 +81,22 @@ ServeSettings parse_config(const std::string& spec, ServeSettings base) {
 }
 
 std::string describe(const ServeSettings& s) {
+  const ServeSettings d;
   std::ostringstream o;
   o << serve::to_string(s.policy.kind);
   if (s.policy.kind == serve::PolicyKind::Divergence) o << " min_gap=" << s.policy.divergence.min_gap;
   if (s.slot.batch.consolidate) o << " consolidate";
   o << " ckpt=" << s.slot.ctx_checkpoints << " cache=" << s.cache_ram_mib << "MiB";
-  if (s.slot.batch.n_batch != 2048 || s.slot.batch.n_ubatch != 512)
+  if (s.slot.batch.n_batch != d.slot.batch.n_batch || s.slot.batch.n_ubatch != d.slot.batch.n_ubatch)
     o << " b=" << s.slot.batch.n_batch << " ub=" << s.slot.batch.n_ubatch;
+  if (s.speculation.enabled) {
+    o << " spec k=" << s.speculation.draft_max;
+    if (s.speculation.draft_min != d.speculation.draft_min) o << " draft_min=" << s.speculation.draft_min;
+    if (s.speculation.p_min != d.speculation.p_min) o << " p_min=" << s.speculation.p_min;
+    // The speculation ablations switched away from their defaults ("spec-rollback=copy").
+    for (const serve::ServingSetting* r : serve::ablation_settings())
+      if (r->long_name().rfind("--spec-", 0) == 0 && r->get(s) != r->get(d)) o << " " << r->key() << "=" << r->get(s);
+  }
   return o.str();
 }
 

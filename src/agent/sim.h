@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/qwen35_hparams.h"
+#include "serve/engine.h"
 #include "serve/policy_factory.h"
 #include "serve/recorded_request.h"
 #include "serve/request_stats.h"
@@ -20,27 +21,27 @@
 
 namespace tandem::agent {
 
-// The serving settings that change counts: what tandem-server's flags set, with its defaults
-// (divergence, min-gap 8, consolidation on, 8 checkpoints, 512 MiB prompt cache, 4096 tokens).
-struct ServeSettings {
-  ServeSettings() { slot.batch.consolidate = true; }
+// A server configuration: the EngineConfig tandem-server would run (its defaults: divergence,
+// min-gap 8, consolidation on, 8 checkpoints, 512 MiB prompt cache, 4096 tokens, speculation off;
+// every default is EngineConfig's own), plus a name for tables. simulate() reads the settings that
+// change counts (serve::serving_settings(): those marked changes_counts), speculation included.
+struct ServeSettings : serve::EngineConfig {
   std::string name;
-  serve::PolicyConfig policy;
-  serve::SlotConfig slot;
-  size_t cache_ram_mib = 512;  // host prompt cache; 0: none
-  int64_t n_ctx = 4096;        // KV rows of the slot
 };
 
-// Parses a server command line's count-relevant flags, with tandem-server's (and llama.cpp's)
-// names: --checkpoint-policy P, --consolidate-batches on|off, --min-gap N, --ctx-checkpoints N,
-// --cache-ram MiB, -c/--ctx-size N, -b/--n-batch N, -ub/--n-ubatch N. Flags that do not change
-// counts (-m, --host, --port, -t, --log-requests, ...) are skipped with their value. Throws
-// std::invalid_argument for anything else (and for --parallel above 1: the model is one slot).
+// Parses a tandem-server command line with the server's own tables (serve::serving_settings() and
+// http::front_end_settings()): a serving setting that changes counts is applied exactly as the
+// server applies it (same range checks and messages; --spec and the other speculation flags
+// included); the server's other flags (-m, --host, --port, -t, --log-requests, --queue,
+// --timeout-ms, ...) are skipped with their value, and so are --verbose / -v. Throws
+// std::invalid_argument for anything else, for the server's cross-flag checks (--n-ubatch above
+// --n-batch, --draft-min above --draft-max), and for --parallel other than 1 (the model is one slot).
 ServeSettings parse_serve_flags(const std::vector<std::string>& args, ServeSettings base = {});
 // "name: flags" (the replay's --config syntax); the name defaults to the flags.
 ServeSettings parse_config(const std::string& spec, ServeSettings base = {});
 std::vector<std::string> split_args(const std::string& s);
-// A short description: "divergence min_gap=8 consolidate ckpt=8 cache=512MiB".
+// A short description: "divergence min_gap=8 consolidate ckpt=8 cache=512MiB" (then " spec k=3"
+// when speculation is on, and the ablations switched off).
 std::string describe(const ServeSettings& s);
 
 // Replays the requests on a fresh dry-run slot of this model's shapes (the model's checkpoint and

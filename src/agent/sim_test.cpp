@@ -48,6 +48,32 @@ TEST(ServeFlags, ParsedAsTheServerDoes) {
   EXPECT_THROW(parse_config("x: -b 256 -ub 512"), std::invalid_argument);
 }
 
+// The speculation flags land in the settings (simulate() runs a speculating dry run from them);
+// the server's flags that change no count are skipped, with their value or without one.
+TEST(ServeFlags, SpeculationFlagsApplyAndTheOthersAreSkipped) {
+  const ServeSettings d;
+  EXPECT_FALSE(d.speculation.enabled);
+  const ServeSettings s = parse_config(
+      "spec: --spec on --draft-max 2 --draft-min 1 --draft-p-min 0.5 --spec-rollback copy --spec-column-shared off "
+      "--queue 3 --timeout-ms 50 --cpu-dma-latency --http-threads 2 --idle-release-ms 0 --cpu-path scalar --api-key k "
+      "-a qwen --host 0.0.0.0");
+  EXPECT_TRUE(s.speculation.enabled);
+  EXPECT_EQ(s.speculation.draft_max, 2);
+  EXPECT_EQ(s.speculation.draft_min, 1);
+  EXPECT_FLOAT_EQ(s.speculation.p_min, 0.5f);
+  EXPECT_FALSE(s.speculation.replay_rollback);
+  EXPECT_FALSE(s.speculation.column_shared_verify);
+  EXPECT_TRUE(s.speculation.trimmed_head);
+  EXPECT_EQ(s.queue_max, d.queue_max);  // skipped: no count depends on it
+  EXPECT_EQ(s.timeout_ms, d.timeout_ms);
+  EXPECT_EQ(describe(s), "divergence min_gap=8 consolidate ckpt=8 cache=512MiB spec k=2 draft_min=1 p_min=0.5 "
+                         "spec-column-shared=off spec-rollback=copy");
+  EXPECT_THROW(parse_config("x: --draft-min 4 --draft-max 2"), std::invalid_argument);
+  EXPECT_THROW(parse_config("x: --draft-max 0"), std::invalid_argument);
+  EXPECT_THROW(parse_config("x: --spec maybe"), std::invalid_argument);
+  EXPECT_THROW(parse_config("x: --queue"), std::invalid_argument);
+}
+
 TEST(CostModel, FitRecoversCoefficients) {
   std::vector<CostSample> s;
   for (double t : {64.0, 128.0, 256.0, 512.0})

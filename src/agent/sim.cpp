@@ -107,6 +107,9 @@ std::vector<serve::RequestStats> simulate(std::span<const serve::RecordedRequest
   auto slot = serve::make_dry_run_slot(serve::make_policy(pc), st.slot, serve::NullBackend::for_model(hp, st.n_ctx));
   serve::PromptCache cache(serve::PromptCacheOptions{.budget_mib = st.cache_ram_mib});
   if (st.cache_ram_mib > 0) slot->set_prompt_cache(&cache);
+  // A speculating server: the same Speculator over the dry-run backend, driven by the logged
+  // per-step draft counts (serve/dry_run.h).
+  if (st.speculation.enabled) slot->enable_speculation(st.speculation);
   return serve::replay(*slot, requests);
 }
 

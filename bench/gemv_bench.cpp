@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "gguf/quants.h"
-#include "kernels/amx_weight_pack.h"
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
+#include "kernels/weight_pack.h"
 #include "runtime/cpu_features.h"
 #include "runtime/scratch.h"
 #include "runtime/thread_pool.h"
@@ -46,7 +46,7 @@ ThreadPool& pool() {
 struct BigMatrix {
   std::vector<uint8_t> data;
   WeightMatrix w;
-  amx::PackedWeights packed;  // the AMX tile-order copy (the *_packed benchmarks)
+  PackedWeights packed;  // the 16-row packed copy (the *_packed benchmarks)
 };
 
 BigMatrix make_matrix(GgmlType type, int64_t cols, size_t bytes) {
@@ -106,7 +106,7 @@ void ReadBandwidth(benchmark::State& state) {
 }
 BENCHMARK(ReadBandwidth)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
-// packed: multiply the tile-order copy as a model loaded on this machine does (Amx tier: 1..4
+// packed: multiply the packed copy as a model loaded on this machine does (Amx tier: 1..4
 // tokens on the vector units, more on the tiles; avx512 tier: every T on the vector units).
 // on_tiles: every T on the tiles (Amx tier; the path the vector units replaced, side by side).
 // bytes: the matrix size (default: far beyond the caches).
@@ -117,10 +117,10 @@ void run_columns(benchmark::State& state, GgmlType type, int64_t cols, bool pack
   if (!m) m = std::make_unique<BigMatrix>(make_matrix(type, cols, bytes));
   WeightMatrix w = m->w;
   if (packed) {
-    if (!m->w.amx_packed) m->packed.pack(m->w);
+    if (!m->w.packed) m->packed.pack(m->w);
     w = m->w;
   } else {
-    w.amx_packed = nullptr;
+    w.packed = nullptr;
   }
   const int64_t T = state.range(0);
   std::vector<float> x(static_cast<size_t>(T * cols)), y(static_cast<size_t>(T * m->w.rows));

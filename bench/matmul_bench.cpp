@@ -22,8 +22,8 @@
 
 #include "gguf/quants.h"
 #include "kernels/matmul.h"
-#include "kernels/amx_weight_pack.h"
 #include "kernels/matmul_amx.h"
+#include "kernels/weight_pack.h"
 #include "runtime/cpu_features.h"
 
 namespace {
@@ -43,7 +43,7 @@ constexpr Shape kShapes[] = {{"gdn_qkv_1024x6144", 1024, 6144},
 
 struct Problem {
   std::vector<uint8_t> w;
-  tandem::kernels::amx::PackedWeights packed;  // Q4_K: its 16-row groups, as a loaded model has them
+  tandem::kernels::PackedWeights packed;  // Q4_K: its 16-row groups, as a loaded model has them
   std::vector<float> x, y;
   tandem::kernels::WeightMatrix W;
 };

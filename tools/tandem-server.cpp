@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
     auto model = Qwen35Model::load(opt.model_path, opt.threads);
     std::fprintf(stderr, "tandem-server: kernel tier %s", cpu_tier_name(active_cpu_tier()));
     if (model->packed_weight_bytes() > 0)
-      std::fprintf(stderr, "; weights packed for the AMX tiles at load: %.1f MiB", model->packed_weight_bytes() / 1048576.0);
+      std::fprintf(stderr, "; weights packed at load (16-row groups): %.1f MiB", model->packed_weight_bytes() / 1048576.0);
     std::fprintf(stderr, "\n");
     model->governor().set_idle_release_ms(opt.idle_release_ms);
     model->governor().set_dma_latency(opt.cpu_dma_latency);

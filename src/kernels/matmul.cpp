@@ -6,7 +6,6 @@
 
 #include "gguf/quants.h"
 #include "kernels/activation_quant.h"
-#include "kernels/amx_weight_pack.h"
 #include "kernels/elementwise.h"
 #include "kernels/matmul_amx.h"
 #include "kernels/matmul_avx2.h"
@@ -17,6 +16,7 @@
 #include "kernels/matmul_q6k_vnni.h"
 #include "kernels/packed_activations.h"
 #include "kernels/vec_dot.h"
+#include "kernels/weight_pack.h"
 #include "runtime/cpu_features.h"
 
 namespace tandem::kernels {
@@ -59,7 +59,7 @@ bool simd_has_kernel(GgmlType t) {
 bool avx2_only_kernel(GgmlType t) { return t == GgmlType::Q5_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_1; }
 
 // Avx2: the AVX2 row kernels on the ggml-layout rows the scalar path also uses.
-// PackedVnni: packed Q4_0/Q8_0 (amx_weight_pack.h) on AVX-512 VNNI without AMX: the 16-row
+// PackedVnni: packed Q4_0/Q8_0 (weight_pack.h) on AVX-512 VNNI without AMX: the 16-row
 // groups as VPDPBUSD operands for every T (amx::gemm_packed_vnni).
 // PackedQ4K / PackedQ6K: packed Q4_K or Q5_K / Q6_K on AVX-512 VNNI, any tier from Avx512Vnni
 // up (vnni::gemm_packed_q4_K and _q5_K, vnni::gemm_packed_q6_K).
@@ -290,7 +290,7 @@ void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, 
   // Packed: r0 is a multiple of the task size (64 or 256 rows; whole groups for the K-quants), so row r0
   // starts a 16-row group.
   const uint8_t* packed =
-      W.amx_packed ? W.amx_packed + static_cast<size_t>(r0 / 16) * amx::packed_group_bytes(W.type, n) : nullptr;
+      W.packed ? W.packed + static_cast<size_t>(r0 / 16) * packed_group_bytes(W.type, n) : nullptr;
   if (p.path == Path::Dequant) {
     float* rows = p.dequant + static_cast<size_t>(thread) * kDequantRows * static_cast<size_t>(n);
     for (int64_t o0 = 0; o0 < nr; o0 += kDequantRows) {
@@ -307,9 +307,9 @@ void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, 
   }
   if (p.path == Path::PackedAvx2) {
     if (W.type == GgmlType::Q6_K)
-      avx2::gemm_packed_q6_K(packed, amx::packed_group_bytes(W.type, n), n, nr, p.act, p.act_row, T, y, ldy);
+      avx2::gemm_packed_q6_K(packed, packed_group_bytes(W.type, n), n, nr, p.act, p.act_row, T, y, ldy);
     else
-      avx2::gemm_packed_q4_0(packed, amx::packed_group_bytes(W.type, n), n, nr, p.act, p.act_row, p.offsets,
+      avx2::gemm_packed_q4_0(packed, packed_group_bytes(W.type, n), n, nr, p.act, p.act_row, p.offsets,
                              p.act_scales, T, y, ldy);
     return;
   }
@@ -419,12 +419,12 @@ bool matmul_has_fast_kernel(GgmlType t) {
 
 bool matmul_uses_packed(GgmlType t) {
   const CpuTier tier = active_cpu_tier();
-  if (tier >= CpuTier::Avx512Vnni) return amx::packable(t);
+  if (tier >= CpuTier::Avx512Vnni) return packable(t);
   return tier >= CpuTier::Avx2 && (t == GgmlType::Q4_0 || t == GgmlType::Q6_K);
 }
 
 void matmul(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy, KernelContext& ctx) {
-  const Prepared p = prepare(W.type, W.amx_packed != nullptr, W.cols, X, ldx, T, ctx);
+  const Prepared p = prepare(W.type, W.packed != nullptr, W.cols, X, ldx, T, ctx);
   for_tasks(W.rows, rows_per_task(p, W.rows, ctx.pool), ctx.pool,
             [&](int64_t r0, int64_t r1, int thread) { run_rows(p, W, r0, r1, Y + r0, ldy, thread); });
 }
@@ -435,12 +435,12 @@ void matmul_multi(std::span<const MatmulTarget> targets, const float* X, int64_t
   const WeightMatrix& W0 = *targets[0].W;
   bool same = targets.size() <= kMaxTargets;
   for (const MatmulTarget& t : targets)
-    same = same && t.W->type == W0.type && t.W->cols == W0.cols && (t.W->amx_packed != nullptr) == (W0.amx_packed != nullptr);
+    same = same && t.W->type == W0.type && t.W->cols == W0.cols && (t.W->packed != nullptr) == (W0.packed != nullptr);
   if (!same) {
     for (const MatmulTarget& t : targets) matmul(*t.W, X, ldx, T, t.Y, t.ldy, ctx);
     return;
   }
-  const Prepared p = prepare(W0.type, W0.amx_packed != nullptr, W0.cols, X, ldx, T, ctx);
+  const Prepared p = prepare(W0.type, W0.packed != nullptr, W0.cols, X, ldx, T, ctx);
   int64_t per[kMaxTargets], first[kMaxTargets + 1];
   first[0] = 0;
   for (size_t i = 0; i < targets.size(); ++i) {
@@ -473,7 +473,7 @@ void matmul_swiglu(const WeightMatrix& Wg, const WeightMatrix& Wu, const float* 
     for (int64_t t = 0; t < T; ++t) silu_mul(g + t * Wg.rows, u + t * Wg.rows, Y + t * ldy, Wg.rows);
     return;
   }
-  const Prepared p = prepare(Wg.type, Wg.amx_packed && Wu.amx_packed, Wg.cols, X, ldx, T, ctx);
+  const Prepared p = prepare(Wg.type, Wg.packed && Wu.packed, Wg.cols, X, ldx, T, ctx);
   const int64_t per = rows_per_task(p, Wg.rows, ctx.pool);
   // Per-thread tiles of T x per floats for the two products of one row range: they stay
   // in cache and are combined straight into Y.

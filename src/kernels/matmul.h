@@ -12,7 +12,7 @@
 //  * T > 8: the same row kernels over groups of 8 columns, rows split in tasks small
 //    enough that a task's weight rows stay in cache across column groups;
 //  * on AMX (Q4_0, Q8_0): int8 tiles, one tile product per 32-element block, for T >= 16,
-//    and when the weights were packed at load (amx_weight_pack.h) for every T above
+//    and when the weights were packed at load (weight_pack.h) for every T above
 //    amx::kVnniMaxCols; 1..4 tokens (decode, a 1+3 verification) then run on the vector
 //    units over the same packed groups (VPDPBUSD, same bits), where a tile product of one
 //    token row would cost what one of 16 does;
@@ -44,10 +44,11 @@ struct WeightMatrix {
   int64_t rows = 0;  // ne[1], the output dimension
   const uint8_t* data = nullptr;
   size_t row_stride = 0;  // bytes per row
-  // The same rows in AMX tile order (amx_weight_pack.h; Q4_K / Q5_K / Q6_K: their 16-row interleaves), or null.
-  // Set at model load where matmul_uses_packed(type) holds (AVX-512 VNNI and AMX; Q4_0 / Q6_K on
-  // AVX2); matmul then multiplies the 16-row groups (tiles or vector units).
-  const uint8_t* amx_packed = nullptr;
+  // The same rows as 16-row packed groups (weight_pack.h: Q4_0 / Q8_0 in AMX tile order, Q4_K /
+  // Q5_K / Q6_K in their own interleaves), or null. Set at model load where matmul_uses_packed(type)
+  // holds (AVX-512 VNNI and AMX; Q4_0 / Q6_K on AVX2); matmul then multiplies the 16-row groups
+  // (tiles or vector units).
+  const uint8_t* packed = nullptr;
 
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_stride; }
 };
@@ -99,7 +100,7 @@ void matmul_ref(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, f
 
 // Whether the active tier has a SIMD kernel for this weight type (for benchmarks/reports).
 bool matmul_has_fast_kernel(GgmlType t);
-// Whether the active tier multiplies packed weights of this type (amx_weight_pack.h): every packable
+// Whether the active tier multiplies packed weights of this type (weight_pack.h): every packable
 // type from AVX-512 VNNI up, Q4_0 and Q6_K on AVX2 (matmul_packed_avx2.h). The model packs only these at load.
 bool matmul_uses_packed(GgmlType t);
 

@@ -4,7 +4,7 @@
 // translation unit links to.
 #include "kernels/matmul_amx.h"
 
-#include "kernels/amx_weight_pack.h"
+#include "kernels/weight_pack.h"
 
 #include <immintrin.h>
 
@@ -103,7 +103,7 @@ void unpack_group_q8_0(const uint8_t* w, size_t stride, int64_t nb, int64_t rows
   }
 }
 
-// Packed weights (amx_weight_pack.h): `w` is the packed matrix, `stride` its group size,
+// Packed weights (weight_pack.h): `w` is the packed matrix, `stride` its group size,
 // o0 a multiple of 16. Q4_0: each 64-byte packed row gives B-tile rows i (low nibbles) and
 // 4 + i (high nibbles) as 16·(q − 8); the 16 is taken out of the scales (exactly: a power
 // of two). Q8_0: the tiles are copied as they are.

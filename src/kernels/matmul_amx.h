@@ -1,6 +1,6 @@
 // AMX (int8 tiles) products: Q4_0 and Q8_0 weights × Q8_0 activations. From the mmap'd
 // ggml rows for T >= 16 columns (prefill); from weights packed at load in tile order
-// (amx_weight_pack.h) for every T, decode and verification included.
+// (weight_pack.h) for every T, decode and verification included.
 //
 // Exactly the integer block sums of the scalar reference: one TDPBSSD per 32-element block
 // (tile K = 32 bytes), so each 16×16 int32 tile is sumi_b(token, row) of one block; it is
@@ -98,7 +98,7 @@ void gemm_q4_0(const uint8_t* w, size_t stride, int64_t n, int64_t rows, int64_t
 void gemm_q8_0(const uint8_t* w, size_t stride, int64_t n, int64_t rows, int64_t r0, int64_t r1,
                const uint8_t* acts, int64_t T, float* y, int64_t ldy, uint8_t* panel);
 
-// The same product from weights packed at load (amx_weight_pack.h): no gather, so it pays
+// The same product from weights packed at load (weight_pack.h): no gather, so it pays
 // from T = 1 on (decode and verification as well as prefill). r0 must be a multiple of 16.
 // vector_units: on VPDPBUSD (gemm_packed_vnni; acts then carry the code sums), else on the
 // tiles; matmul asks for it up to kVnniMaxCols tokens.

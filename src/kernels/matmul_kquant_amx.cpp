@@ -7,8 +7,8 @@
 #include <cstring>
 
 #include "kernels/amx_tiles.h"
-#include "kernels/amx_weight_pack.h"
 #include "kernels/packed_groups_avx512.h"
+#include "kernels/weight_pack.h"
 
 // GCC 12 warns about the deliberately undefined upper halves inside its own intrinsics (as in
 // the other AVX-512 kernel files).

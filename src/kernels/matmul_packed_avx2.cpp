@@ -61,11 +61,11 @@ void half_group(const uint8_t* grp, int64_t nb, int h, const uint8_t* act, size_
   for (int t = 0; t < NC; ++t) _mm256_maskstore_ps(y + t * ldy, mask, acc[t]);
 }
 
-// Q6_K (amx_weight_pack.h's Q6_K interleave): per super-block s of 256 elements and sub-block j
+// Q6_K (weight_pack.h's Q6_K interleave): per super-block s of 256 elements and sub-block j
 // of 16, lines A, B, C hold 4 code quads of 16 rows; half h is bytes [32h, 32h + 32) of each.
-constexpr int64_t kQ6Sb = 3328;        // amx::kQ6KSuperBlockBytes
-constexpr int64_t kQ6SubBytes = 192;   // amx::kQ6KSubBlockBytes
-constexpr int64_t kQ6Scales = 3072;    // amx::kQ6KScalesOffset
+constexpr int64_t kQ6Sb = 3328;        // kQ6KSuperBlockBytes
+constexpr int64_t kQ6SubBytes = 192;   // kQ6KSubBlockBytes
+constexpr int64_t kQ6Scales = 3072;    // kQ6KScalesOffset
 constexpr int kQ6SubBlocks = 16;
 
 // (x & 0x0F) | (y & 0x30) per byte: a code's low nibble from x, its high two bits already at

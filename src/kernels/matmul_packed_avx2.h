@@ -1,4 +1,4 @@
-// Packed Q4_0 and Q6_K weights (amx_weight_pack.h: 16-row groups, a 64-byte line = 16 rows × 4
+// Packed Q4_0 and Q6_K weights (weight_pack.h: 16-row groups, a 64-byte line = 16 rows × 4
 // codes) on AVX2 without VNNI: the decode, verification and prompt products of CPUs that have neither
 // AVX-512 nor AMX (AMD Zen 2/3, older Intel cores).
 //
@@ -37,7 +37,7 @@ void q4_0_packed_terms(const BlockQ8_0* a, int64_t nb, int64_t stride, int32_t* 
 void gemm_packed_q4_0(const uint8_t* packed, size_t group_bytes, int64_t n, int64_t nr, const uint8_t* act,
                       size_t act_row, const int32_t* sums, const float* scales, int64_t T, float* y, int64_t ldy);
 
-// Packed Q6_K (amx_weight_pack.h) against T Q8_K rows (token t's at act + t · act_row), the same
+// Packed Q6_K (weight_pack.h) against T Q8_K rows (token t's at act + t · act_row), the same
 // way; the codes' offset (value = code − 32) comes from the rows' own bsums. The integer
 // super-block sums and the FMA per super-block are the AVX-512 packed Q6_K kernel's
 // (matmul_q6k_vnni.h): the same bits.

@@ -2,9 +2,9 @@
 
 #include <immintrin.h>
 
-#include "kernels/amx_weight_pack.h"
 #include "kernels/packed_groups_avx512.h"
 #include "kernels/simd_avx512.h"
+#include "kernels/weight_pack.h"
 
 // GCC 12 reports the undefined first operand of AVX-512 intrinsics' masked forms as maybe
 // uninitialised (as in the other AVX-512 kernel files).
@@ -15,8 +15,8 @@ namespace {
 
 using avx512::dpbusd_bcast;
 
-constexpr int64_t kScales = static_cast<int64_t>(amx::kQ4KScalesOffset);
-constexpr int64_t kHigh = static_cast<int64_t>(amx::kQ5KHighOffset);
+constexpr int64_t kScales = static_cast<int64_t>(kQ4KScalesOffset);
+constexpr int64_t kHigh = static_cast<int64_t>(kQ5KHighOffset);
 
 // NC tokens × one 16-row group. With one or two tokens each sub-block's eight VPDPBUSD run as
 // two chains of four (integer sums: the order does not matter), so the units are not left
@@ -26,7 +26,7 @@ constexpr int64_t kHigh = static_cast<int64_t>(amx::kQ5KHighOffset);
 template <int NC, bool kFifthBit>
 void q4_K_group(const uint8_t* grp, int64_t nb, const BlockQ8_K* const* a, const int32_t* mins, float* y,
                 int64_t ldy, __mmask16 rmask) {
-  constexpr int64_t kSb = static_cast<int64_t>(kFifthBit ? amx::kQ5KSuperBlockBytes : amx::kQ4KSuperBlockBytes);
+  constexpr int64_t kSb = static_cast<int64_t>(kFifthBit ? kQ5KSuperBlockBytes : kQ4KSuperBlockBytes);
   // Bytes ahead of the line being read that the stream prefetch asks for, as in the packed
   // Q6_K kernel: two super-blocks (~4.7 KB for Q4_K) into L1, four (~9.5 KB) into L2 only.
   constexpr int64_t kPrefetchBytes = 2 * kSb;
@@ -102,7 +102,7 @@ void gemm_packed(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
                  const int32_t* mins, int64_t T, float* y, int64_t ldy) {
   const int64_t nb = n / kQK_K;
   for_packed_groups<kQ4KMaxCols>(
-      packed, amx::packed_group_bytes(kFifthBit ? GgmlType::Q5_K : GgmlType::Q4_K, n), r0, r1, T, y, ldy,
+      packed, packed_group_bytes(kFifthBit ? GgmlType::Q5_K : GgmlType::Q4_K, n), r0, r1, T, y, ldy,
       [&](auto nc, const uint8_t* grp, int64_t c0, float* yc, __mmask16 rmask) {
         q4_K_group<decltype(nc)::value, kFifthBit>(grp, nb, acts + c0, mins + c0 * nb * 4, yc, ldy, rmask);
       });

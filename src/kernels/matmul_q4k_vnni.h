@@ -1,5 +1,5 @@
 // Q4_K (and Q5_K) weights × Q8_K activations on AVX-512 VNNI, from the 16-row interleave made
-// at load (amx_weight_pack.h). Q4_K is the bulk of a Q4_K_M file (the quantization users download
+// at load (weight_pack.h). Q4_K is the bulk of a Q4_K_M file (the quantization users download
 // most), so its decode steps and verification passes stream these groups.
 //
 // Why a packed form: the ggml-row kernel (matmul_avx512.cpp, q4_K_row) unpacks each row's

@@ -2,9 +2,9 @@
 
 #include <immintrin.h>
 
-#include "kernels/amx_weight_pack.h"
 #include "kernels/packed_groups_avx512.h"
 #include "kernels/simd_avx512.h"
+#include "kernels/weight_pack.h"
 
 // GCC 12 reports the undefined first operand of AVX-512 intrinsics' masked forms as maybe
 // uninitialised (as in the other AVX-512 kernel files).
@@ -15,9 +15,9 @@ namespace {
 
 using avx512::dpbusd_bcast;
 
-constexpr int64_t kSb = static_cast<int64_t>(amx::kQ6KSuperBlockBytes);
-constexpr int64_t kSubBlockBytes = static_cast<int64_t>(amx::kQ6KSubBlockBytes);
-constexpr int64_t kScales = static_cast<int64_t>(amx::kQ6KScalesOffset);
+constexpr int64_t kSb = static_cast<int64_t>(kQ6KSuperBlockBytes);
+constexpr int64_t kSubBlockBytes = static_cast<int64_t>(kQ6KSubBlockBytes);
+constexpr int64_t kScales = static_cast<int64_t>(kQ6KScalesOffset);
 constexpr int64_t kSubBlocks = kQK_K / 16;
 // Bytes ahead of the line being read that the stream prefetch asks for: two 16-row
 // super-blocks (~6.6 KB) into L1, past the group's end into the next group, which follows
@@ -96,7 +96,7 @@ void gemm_packed_q6_K(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, 
                       const int32_t* offsets, int64_t T, float* y, int64_t ldy) {
   const int64_t nb = n / kQK_K;
   for_packed_groups<kQ6KMaxCols>(
-      packed, amx::packed_group_bytes(GgmlType::Q6_K, n), r0, r1, T, y, ldy,
+      packed, packed_group_bytes(GgmlType::Q6_K, n), r0, r1, T, y, ldy,
       [&](auto nc, const uint8_t* grp, int64_t c0, float* yc, __mmask16 rmask) {
         q6_K_group<decltype(nc)::value>(grp, nb, acts + c0, offsets + c0 * nb * kSubBlocks, yc, ldy, rmask);
       });

@@ -1,5 +1,5 @@
 // Q6_K weights × Q8_K activations on AVX-512 VNNI, from the 16-row interleave made at load
-// (amx_weight_pack.h). The output head of the Q4_0 models is Q6_K: 150k rows read once per
+// (weight_pack.h). The output head of the Q4_0 models is Q6_K: 150k rows read once per
 // decode step and once per verification pass, its single largest matrix.
 //
 // Why a packed form: the ggml-row kernel (matmul_avx512.cpp, q6_K_row) unpacks every row's

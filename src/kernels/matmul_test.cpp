@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "gguf/quants.h"
-#include "kernels/amx_weight_pack.h"
+#include "kernels/weight_pack.h"
 #include "runtime/cpu_features.h"
 
 namespace tandem::kernels {
@@ -37,7 +37,7 @@ std::vector<CpuTier> available_tiers() {
 struct RandomWeights {
   std::vector<uint8_t> bytes;
   WeightMatrix W, Wp;
-  amx::PackedWeights packed;
+  PackedWeights packed;
   bool can_pack = false;
 
   RandomWeights(GgmlType type, int64_t cols, int64_t rows, std::mt19937& rng, float scale) {

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "kernels/amx_weight_pack.h"
+#include "kernels/weight_pack.h"
 
 namespace tandem::kernels::vnni {
 
@@ -32,7 +32,7 @@ static inline __m512i add_scaled(__m512i isum, __m512i dot, __m512i sp) {
   return _mm512_dpwssd_epi32(isum, _mm512_shuffle_epi8(dot, split), sp);
 }
 
-// The float step of one packed Q4_K / Q5_K super-block (amx_weight_pack.h's layout at sb), shared
+// The float step of one packed Q4_K / Q5_K super-block (weight_pack.h's layout at sb), shared
 // by the vector-unit kernel (matmul_q4k_vnni.cpp) and the tile kernel (matmul_kquant_amx.cpp) so
 // that both take the same operations in the same order: per token,
 //   acc += isum × (d_w · d_a) − (Σ_j m_j · bsum_j) × (dmin_w · d_a),
@@ -46,9 +46,9 @@ static inline Q4KStep q4_K_step(const uint8_t* sb) {
 #pragma GCC unroll 4
   for (int p = 0; p < 4; ++p)
     st.mn[p] = _mm512_cvtepu8_epi16(
-        _mm256_load_si256(reinterpret_cast<const __m256i*>(sb + amx::kQ4KMinsOffset + 32 * p)));
-  st.dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sb + amx::kQ4KDOffset)));
-  st.dm = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sb + amx::kQ4KDOffset + 32)));
+        _mm256_load_si256(reinterpret_cast<const __m256i*>(sb + kQ4KMinsOffset + 32 * p)));
+  st.dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sb + kQ4KDOffset)));
+  st.dm = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sb + kQ4KDOffset + 32)));
   return st;
 }
 static inline __m512 q4_K_apply(const Q4KStep& st, __m512 acc, __m512i isum, const int32_t* mo, float d) {

@@ -1,4 +1,4 @@
-#include "kernels/amx_weight_pack.h"
+#include "kernels/weight_pack.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -11,7 +11,7 @@
 #include "kernels/matmul.h"
 #include "runtime/huge_pages.h"
 
-namespace tandem::kernels::amx {
+namespace tandem::kernels {
 namespace {
 
 constexpr int kRows = 16;  // output rows per B tile
@@ -125,10 +125,10 @@ size_t packed_bytes(GgmlType t, int64_t rows, int64_t n) {
 }
 
 void pack_weights(GgmlType t, const uint8_t* w, size_t stride, int64_t rows, int64_t n, uint8_t* out) {
-  if (!packable(t)) throw std::invalid_argument(std::string("amx::pack_weights: type ") + ggml_type_name(t) + " has no packed form");
+  if (!packable(t)) throw std::invalid_argument(std::string("pack_weights: type ") + ggml_type_name(t) + " has no packed form");
   const int64_t block = block_elems(t);
   if (n % block != 0)
-    throw std::invalid_argument("amx::pack_weights: row length " + std::to_string(n) + " of a " + ggml_type_name(t) +
+    throw std::invalid_argument("pack_weights: row length " + std::to_string(n) + " of a " + ggml_type_name(t) +
                                 " matrix is not a multiple of " + std::to_string(block));
   std::memset(out, 0, packed_bytes(t, rows, n));
   if (t == GgmlType::Q6_K) return pack_q6_K(w, stride, rows, n, out);
@@ -171,11 +171,11 @@ void pack_weights(GgmlType t, const uint8_t* w, size_t stride, int64_t rows, int
 void PackedWeights::Free::operator()(uint8_t* p) const { std::free(p); }
 
 bool PackedWeights::pack(WeightMatrix& W) {
-  if (W.amx_packed || !packable(W)) return false;
+  if (W.packed || !packable(W)) return false;
   const size_t n = packed_bytes(W.type, W.rows, W.cols);
   uint8_t* p = carve(n);
   pack_weights(W.type, W.data, W.row_stride, W.rows, W.cols, p);
-  W.amx_packed = p;
+  W.packed = p;
   bytes_ += n;
   ++matrices_;
   return true;
@@ -195,4 +195,4 @@ uint8_t* PackedWeights::carve(size_t n) {
   return p;
 }
 
-}  // namespace tandem::kernels::amx
+}  // namespace tandem::kernels

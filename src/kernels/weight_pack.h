@@ -1,5 +1,9 @@
-// Q4_0 / Q8_0 weights rearranged once, at load, into the AMX "B tile" order (and Q4_K / Q5_K /
-// Q6_K into the same 16-row interleave for the vector units, below).
+// Weight matrices rearranged once, at load, into groups of 16 rows interleaved for the
+// kernels ("packed", WeightMatrix::packed): one layout per type, which
+// every tier that multiplies packed weights of that type reads. Q4_0 / Q8_0 are in the AMX
+// "B tile" order (the tiles, and AVX-512 VNNI's and AVX2's vector units), Q4_K / Q5_K / Q6_K in
+// the same 16-row interleave for the vector units (and the tiles, with their scales folded in).
+// Which matrices are packed is decided per type and tier by kernels::matmul_uses_packed (matmul.h).
 //
 // Why: an AMX tile product wants the weights of 16 output rows interleaved four bytes at a
 // time (B[k/4][o*4 + k%4]). Rearranging the mmap'd ggml blocks on every call costs a gather
@@ -7,7 +11,8 @@
 // weights stored in tile order, a call with 5..15 tokens unpacks with a few shifts and masks
 // per 16 row-blocks instead. The same order suits the vector units: a 64-byte line is 16 rows
 // × 4 codes, one VPDPBUSD operand, so 1..4 tokens (decode, a 1+3 verification) and, without
-// AMX, every T multiply these groups on AVX-512 VNNI (matmul_amx.h, gemm_packed_vnni).
+// AMX, every T multiply these groups on AVX-512 VNNI (matmul_amx.h, gemm_packed_vnni), and on
+// AVX2 8 rows per register (matmul_packed_avx2.h).
 //
 // Layout (64-byte aligned), per group of 16 rows (rows past the matrix are zero), per
 // 32-element block b (nb = n / 32 blocks):
@@ -62,10 +67,8 @@
 #include "gguf/ggml_type.h"
 
 namespace tandem::kernels {
-struct WeightMatrix;
-}
 
-namespace tandem::kernels::amx {
+struct WeightMatrix;
 
 // Whether weights of this type can be packed (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K).
 bool packable(GgmlType t);
@@ -91,7 +94,7 @@ size_t packed_bytes(GgmlType t, int64_t rows, int64_t n);
 // (packed_bytes, 64-byte aligned). Plain C++: callable on any CPU.
 void pack_weights(GgmlType t, const uint8_t* w, size_t stride, int64_t rows, int64_t n, uint8_t* out);
 
-// Owner of the packed copies of a model's matrices. pack() fills W.amx_packed (matmul then
+// Owner of the packed copies of a model's matrices. pack() fills W.packed (matmul then
 // takes the AMX path for every T on the Amx tier, the packed K-quant kernels from the
 // Avx512Vnni tier up, or the packed Q4_0 / Q6_K kernels on AVX2); the ggml rows stay where they are for the other tiers and for row
 // lookups (tied embeddings).
@@ -117,4 +120,4 @@ class PackedWeights {
   size_t matrices_ = 0;
 };
 
-}  // namespace tandem::kernels::amx
+}  // namespace tandem::kernels

@@ -11,13 +11,13 @@
 #include <vector>
 
 #include "gguf/gguf_file.h"
-#include "kernels/amx_weight_pack.h"
 #include "kernels/delta_rule.h"
+#include "kernels/weight_pack.h"
 #include "model/qwen35_hparams.h"
 #include "model/qwen35_weights.h"
 #include "model/sequence_state.h"
-#include "runtime/scratch.h"
 #include "runtime/resource_governor.h"
+#include "runtime/scratch.h"
 #include "runtime/thread_pool.h"
 
 namespace tandem {
@@ -122,7 +122,7 @@ class Qwen35Model {
   const Qwen35Weights& weights() const { return w_; }
   const GgufFile& file() const { return *file_; }
   ThreadPool& pool() { return *pool_; }
-  // Bytes of the weights' tile-order copies (0 unless loaded on the AVX-512 VNNI or Amx tier).
+  // Bytes of the weights' packed copies (0 unless loaded on the AVX-512 VNNI or Amx tier).
   size_t packed_weight_bytes() const { return packed_.bytes(); }
   // On the Amx tier, packed products of 1..4 tokens run on the vector units (default, faster)
   // or, with false, on the tiles; the logits are the same bits (benchmarks compare the two).
@@ -180,14 +180,14 @@ class Qwen35Model {
   void project(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy);
   void project_many(std::span<const kernels::MatmulTarget> targets, const float* X, int64_t ldx, int64_t T);
 
-  // On AVX-512 VNNI and AMX machines: every Q4_0/Q8_0 matrix gets a 16-row interleaved
-  // (tile-order) copy (kernels/amx_weight_pack.h), multiplied on the tiles or the vector units.
+  // Every matrix whose type the tier multiplies packed (kernels::matmul_uses_packed) gets its 16-row
+  // packed copy (kernels/weight_pack.h), multiplied on the tiles or the vector units.
   void pack_for_matrix_path();
 
   std::unique_ptr<GgufFile> file_;
   Qwen35HParams hp_;
   Qwen35Weights w_;
-  kernels::amx::PackedWeights packed_;
+  kernels::PackedWeights packed_;
   std::mutex mu_;  // forward() uses the shared workspace and pool below
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<CpuResourceGovernor> governor_;  // declared after pool_: destroyed first

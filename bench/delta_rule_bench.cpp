@@ -76,11 +76,12 @@ Layer& layer() {
   return L;
 }
 
+// The fast bodies run on the best tier the machine has (whatever TANDEM_CPU_PATH says).
+CpuTier best() { return cpu_features().best_tier(); }
+
 template <typename F>
 void run(benchmark::State& st, F&& body) {
   Layer& L = layer();
-  const CpuTier saved = active_cpu_tier();
-  set_cpu_tier(cpu_features().best_tier());
   for (auto _ : st) {
     st.PauseTiming();
     L.state = L.state0;  // the same starting state every time (the state decays otherwise)
@@ -89,21 +90,20 @@ void run(benchmark::State& st, F&& body) {
     benchmark::DoNotOptimize(L.out.data());
     benchmark::ClobberMemory();
   }
-  set_cpu_tier(saved);
   st.counters["tok/s"] = benchmark::Counter(static_cast<double>(kT), benchmark::Counter::kIsIterationInvariantRate);
   st.SetLabel(cpu_tier_name(cpu_features().best_tier()));
 }
 
 void BM_Chunked_fast(benchmark::State& st) {
   ScratchBuffer scratch;
-  run(st, [&](Layer& L) { delta_rule_chunked(L.in, L.state.data(), scratch); });
+  run(st, [&](Layer& L) { delta_rule_chunked(best(), L.in, L.state.data(), scratch); });
 }
 void BM_Chunked_ref(benchmark::State& st) {
   ScratchBuffer scratch;
   run(st, [&](Layer& L) { delta_rule_chunked_ref(L.in, L.state.data(), scratch); });
 }
 void BM_Recurrent_fast(benchmark::State& st) {
-  run(st, [&](Layer& L) { delta_rule_recurrent(L.in, L.state.data()); });
+  run(st, [&](Layer& L) { delta_rule_recurrent(best(), L.in, L.state.data()); });
 }
 void BM_Recurrent_ref(benchmark::State& st) {
   run(st, [&](Layer& L) { delta_rule_recurrent_ref(L.in, L.state.data()); });
@@ -114,18 +114,15 @@ void BM_Recurrent_ref(benchmark::State& st) {
 // new one into a cache-line-aligned one (streaming stores), the layer's first T tokens.
 void BM_Recurrent_steps(benchmark::State& st) {
   Layer& L = layer();
-  const CpuTier saved = active_cpu_tier();
-  set_cpu_tier(cpu_features().best_tier());
   DeltaRuleInput in = L.in;
   in.T = st.range(0);
   CacheAlignedVector<float> state(L.state0.begin(), L.state0.end());
   if (in.T > 1) in.state_in = L.state0.data();
   for (auto _ : st) {
-    delta_rule_recurrent(in, state.data());
+    delta_rule_recurrent(best(), in, state.data());
     benchmark::DoNotOptimize(L.out.data());
     benchmark::ClobberMemory();
   }
-  set_cpu_tier(saved);
   st.SetLabel(cpu_tier_name(cpu_features().best_tier()));
 }
 

@@ -109,9 +109,10 @@ BENCHMARK(ReadBandwidth)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(
 // packed: multiply the packed copy as a model loaded on this machine does (Amx tier: 1..4
 // tokens on the vector units, more on the tiles; avx512 tier: every T on the vector units).
 // on_tiles: every T on the tiles (Amx tier; the path the vector units replaced, side by side).
-// bytes: the matrix size (default: far beyond the caches).
+// bytes: the matrix size (default: far beyond the caches). tier: the kernel context's (default:
+// the one a model loads with, TANDEM_CPU_PATH honoured).
 void run_columns(benchmark::State& state, GgmlType type, int64_t cols, bool packed = false, bool on_tiles = false,
-                 size_t bytes = kBigBytes) {
+                 size_t bytes = kBigBytes, CpuTier tier = default_cpu_tier()) {
   static std::map<std::tuple<int, int64_t, size_t>, std::unique_ptr<BigMatrix>> cache;
   auto& m = cache[{static_cast<int>(type), cols, bytes}];
   if (!m) m = std::make_unique<BigMatrix>(make_matrix(type, cols, bytes));
@@ -127,7 +128,7 @@ void run_columns(benchmark::State& state, GgmlType type, int64_t cols, bool pack
   std::mt19937 rng(1);
   std::normal_distribution<float> nd;
   for (auto& v : x) v = nd(rng);
-  KernelContext ctx;
+  KernelContext ctx(tier);
   ctx.pool = &pool();
   ctx.packed_few_tokens_on_vector_units = !on_tiles;
   for (auto _ : state) {
@@ -136,7 +137,7 @@ void run_columns(benchmark::State& state, GgmlType type, int64_t cols, bool pack
   }
   state.counters["GB/s"] = benchmark::Counter(static_cast<double>(m->data.size()) * state.iterations() / 1e9,
                                               benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(ggml_type_name(type)) + " " + cpu_tier_name(active_cpu_tier()) +
+  state.SetLabel(std::string(ggml_type_name(type)) + " " + cpu_tier_name(ctx.tier) +
                  (packed ? on_tiles ? " packed, tiles" : " packed" : ""));
 }
 
@@ -162,10 +163,7 @@ void run_on_scalar_tier(benchmark::State& s, GgmlType type, size_t bytes);
 void Gemv_Q5_K_ffn_scalar(benchmark::State& s) { run_on_scalar_tier(s, GgmlType::Q5_K, kFfnQ5KBytes); }
 // The legacy Q5_0 / Q4_1 (AVX2 row kernels on every SIMD tier) beside the scalar reference, same shape.
 void run_on_scalar_tier(benchmark::State& s, GgmlType type, size_t bytes) {
-  const CpuTier tier = active_cpu_tier();
-  set_cpu_tier(CpuTier::Scalar);
-  run_columns(s, type, 1024, false, false, bytes);
-  set_cpu_tier(tier);
+  run_columns(s, type, 1024, false, false, bytes, CpuTier::Scalar);
 }
 void Gemv_Q5_0_ffn(benchmark::State& s) { run_columns(s, GgmlType::Q5_0, 1024, false, false, 3584 * 704); }
 void Gemv_Q5_0_ffn_scalar(benchmark::State& s) { run_on_scalar_tier(s, GgmlType::Q5_0, 3584 * 704); }
@@ -218,11 +216,12 @@ void Attention_rows(benchmark::State& state) {
   }
   rows.n = n;
   ScratchBuffer scratch;
+  const CpuTier tier = default_cpu_tier();
   for (auto _ : state) {
-    attention_rows(rows, hd, 0.0625f, k.data(), v.data(), kvd, scratch);
+    attention_rows(tier, rows, hd, 0.0625f, k.data(), v.data(), kvd, scratch);
     benchmark::DoNotOptimize(out.data());
   }
-  state.SetLabel(cpu_tier_name(active_cpu_tier()));
+  state.SetLabel(cpu_tier_name(tier));
 }
 BENCHMARK(Attention_rows)->Arg(4)->Arg(16)->UseRealTime()->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 

@@ -5,7 +5,7 @@
 // BM_Gemm/<shape>/<type>/<tier>/<threads>/<T>: T = 512 tokens (and 16..128 for one shape) through one projection at
 // Qwen3.5-0.8B shapes (0: 1024→6144 GDN qkv, 1: 1024→3584 FFN up, 2: 3584→1024 FFN down),
 // Q4_0 or Q8_0 weights (type 0, 1; unpacked), or Q4_K / Q6_K (type 2, 3; packed at load as a model does),
-// tier forced with set_cpu_tier (2 = avx512, 3 = amx). The time
+// on the tier of the kernel context (2 = avx512, 3 = amx). The time
 // includes quantizing the activations, as in the model. Counter MAC/s = 512·rows·cols / s.
 // BM_PeakAmxInt8/<k bytes>: back-to-back TDPBSSD on resident tiles (K = 64: the full
 // tile, K = 32: one ggml block per product, what the GEMM uses); BM_PeakVnniInt8:
@@ -87,16 +87,14 @@ void BM_Gemm(benchmark::State& state) {
   }
   const Problem& p0 = problem(shape, type);
   auto& p = const_cast<Problem&>(p0);
-  tandem::set_cpu_tier(tier);
   tandem::ThreadPool pool(threads);
-  tandem::kernels::KernelContext ctx;
+  tandem::kernels::KernelContext ctx(tier);
   ctx.pool = threads > 1 ? &pool : nullptr;
   for (auto _ : state) {
     tandem::kernels::matmul(p.W, p.x.data(), p.W.cols, tokens, p.y.data(), p.W.rows, ctx);
     benchmark::DoNotOptimize(p.y.data());
     benchmark::ClobberMemory();
   }
-  tandem::set_cpu_tier(tandem::cpu_features().best_tier());
   const double macs = double(tokens) * double(p.W.rows) * double(p.W.cols);
   state.counters["MAC/s"] = benchmark::Counter(macs * double(state.iterations()), benchmark::Counter::kIsRate);
   state.SetLabel(std::string(kShapes[shape].name) + " " + tandem::ggml_type_name(type) + " " +

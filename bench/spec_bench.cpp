@@ -324,7 +324,7 @@ int main(int argc, char** argv) {
       std::printf("   verify 1+%d, one column at a time, replay   %8.2f ms   %.3fx\n", K, t[3], t[3] / t[0]);
       std::printf("   rollback to 1 of %d accepted: replay        %8.2f ms\n", K, t[4]);
       std::printf("   rollback to 1 of %d accepted: copy          %8.2f ms\n", K, t[5]);
-      if (m.packed_weight_bytes() > 0 && active_cpu_tier() >= CpuTier::Amx) {
+      if (m.packed_weight_bytes() > 0 && m.cpu_tier() >= CpuTier::Amx) {
         std::printf("   packed products of 1..4 tokens on the AMX tiles instead of the vector units:\n");
         std::printf("   decode step (1 token), tiles                %8.2f ms   %.3fx the vector-unit step\n", t[6],
                     t[6] / t[0]);

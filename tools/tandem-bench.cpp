@@ -130,12 +130,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    tandem::LoadOptions load;
+    load.n_threads = threads;
     if (!cpu_path.empty()) {
       auto t = tandem::cpu_tier_from_name(cpu_path);
       if (!t) throw std::runtime_error("--cpu-path: expected scalar, avx2, avx512 or amx");
-      tandem::set_cpu_tier(*t);
+      load.tier = *t;  // lowered to the machine's best by the model
     }
-    auto model = tandem::Qwen35Model::load(model_path, threads);
+    auto model = tandem::Qwen35Model::load(model_path, load);
     const auto& hp = model->hparams();
     if (!idle_pauses.empty()) return idle_bench(*model, idle_pauses, idle_release_ms, reps);
     std::mt19937 rng(1);
@@ -161,7 +163,7 @@ int main(int argc, char** argv) {
     }
     const double wbytes = static_cast<double>(decode_weight_bytes(*model));
     std::printf("model %s\n%s\n", model_path.c_str(), hp.summary().c_str());
-    std::printf("tier %s, threads %d\n", tandem::cpu_tier_name(tandem::active_cpu_tier()), model->pool().size());
+    std::printf("tier %s, threads %d\n", tandem::cpu_tier_name(model->cpu_tier()), model->pool().size());
     std::printf("| prefill %d tok | %.1f ms | %.1f tok/s |\n", prompt, best_prefill, prompt * 1000.0 / best_prefill);
     std::printf("| decode | %.2f ms/token | %.1f tok/s |\n", best_decode, 1000.0 / best_decode);
     std::printf("| weights read per decode token | %.1f MB |\n", wbytes / 1e6);

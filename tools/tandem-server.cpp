@@ -41,13 +41,15 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   try {
+    LoadOptions load;
+    load.n_threads = opt.threads;
     if (!opt.cpu_path.empty()) {
       const auto tier = cpu_tier_from_name(opt.cpu_path);
       if (!tier) throw std::invalid_argument("--cpu-path: expected scalar, avx2, avx512 or amx, got '" + opt.cpu_path + "'");
-      set_cpu_tier(*tier);
+      load.tier = *tier;  // lowered to the machine's best by the model
     }
-    auto model = Qwen35Model::load(opt.model_path, opt.threads);
-    std::fprintf(stderr, "tandem-server: kernel tier %s", cpu_tier_name(active_cpu_tier()));
+    auto model = Qwen35Model::load(opt.model_path, load);
+    std::fprintf(stderr, "tandem-server: kernel tier %s", cpu_tier_name(model->cpu_tier()));
     if (model->packed_weight_bytes() > 0)
       std::fprintf(stderr, "; weights packed at load (16-row groups): %.1f MiB", model->packed_weight_bytes() / 1048576.0);
     std::fprintf(stderr, "\n");

@@ -6,7 +6,6 @@
 
 #include "gguf/quants.h"
 #include "kernels/activation_quant_avx512.h"
-#include "runtime/cpu_features.h"
 
 namespace tandem::kernels {
 namespace {
@@ -49,8 +48,8 @@ void to_q8_1(const float* x, BlockQ8_1* y, int64_t nb) {
 
 // The AVX-512 tiers run avx512::quantize_q8_K, the same bytes (activation_quant_test):
 // a Q4_K_M file quantizes every matrix input this way, once per token and matrix width.
-void to_q8_K(const float* x, BlockQ8_K* y, int64_t nb) {
-  if (active_cpu_tier() >= CpuTier::Avx512Vnni) return avx512::quantize_q8_K(x, y, nb);
+void to_q8_K(CpuTier tier, const float* x, BlockQ8_K* y, int64_t nb) {
+  if (tier >= CpuTier::Avx512Vnni) return avx512::quantize_q8_K(x, y, nb);
   for (int64_t b = 0; b < nb; ++b, x += kQK_K) {
     float max = 0.0f, amax = 0.0f;
     for (int j = 0; j < kQK_K; ++j) {
@@ -79,7 +78,7 @@ void to_q8_K(const float* x, BlockQ8_K* y, int64_t nb) {
 
 size_t activation_bytes(GgmlType t, int64_t n) { return row_bytes(t, n); }
 
-void quantize_activation(GgmlType t, const float* x, void* dst, int64_t n) {
+void quantize_activation(CpuTier tier, GgmlType t, const float* x, void* dst, int64_t n) {
   switch (t) {
     case GgmlType::F32:
       std::memcpy(dst, x, static_cast<size_t>(n) * sizeof(float));
@@ -101,7 +100,7 @@ void quantize_activation(GgmlType t, const float* x, void* dst, int64_t n) {
       to_q8_1(x, static_cast<BlockQ8_1*>(dst), n / kQK);
       return;
     case GgmlType::Q8_K:
-      to_q8_K(x, static_cast<BlockQ8_K*>(dst), n / kQK_K);
+      to_q8_K(tier, x, static_cast<BlockQ8_K*>(dst), n / kQK_K);
       return;
     default:
       throw std::invalid_argument(std::string("quantize_activation: not a vec_dot type: ") + ggml_type_name(t));

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "gguf/ggml_type.h"
+#include "runtime/cpu_tier.h"
 
 namespace tandem::kernels {
 
@@ -17,7 +18,8 @@ namespace tandem::kernels {
 size_t activation_bytes(GgmlType t, int64_t n);
 
 // Converts n floats (n a multiple of t's block size) to type t. t is a vec_dot_type:
-// F32 (copy), F16, BF16, Q8_0, Q8_1 or Q8_K.
-void quantize_activation(GgmlType t, const float* x, void* dst, int64_t n);
+// F32 (copy), F16, BF16, Q8_0, Q8_1 or Q8_K. tier: the caller's kernel tier (Q8_K has an
+// AVX-512 body; every tier writes the same bytes).
+void quantize_activation(CpuTier tier, GgmlType t, const float* x, void* dst, int64_t n);
 
 }  // namespace tandem::kernels

@@ -5,13 +5,12 @@
 
 #include "kernels/attention_avx2.h"
 #include "kernels/attention_avx512.h"
-#include "runtime/cpu_features.h"
 
 namespace tandem::kernels {
 
 // The batch as groups of rows: per token, the query heads of one KV head (split in chunks of
 // AttentionRows::kMax when a group is larger), each group through attention_rows.
-void attention_causal(const AttentionInput& in, ScratchBuffer& scratch) {
+void attention_causal(CpuTier tier, const AttentionInput& in, ScratchBuffer& scratch) {
   const int group = in.n_head / in.n_head_kv;
   const int64_t hd = in.head_dim;
   for (int64_t t = 0; t < in.T; ++t)
@@ -24,16 +23,16 @@ void attention_causal(const AttentionInput& in, ScratchBuffer& scratch) {
           rows.n_kv[rows.n] = in.pos0 + t + 1;
           ++rows.n;
         }
-        attention_rows(rows, in.head_dim, in.scale, in.k_cache + g * hd, in.v_cache + g * hd, in.kv_stride, scratch);
+        attention_rows(tier, rows, in.head_dim, in.scale, in.k_cache + g * hd, in.v_cache + g * hd, in.kv_stride,
+                       scratch);
       }
 }
 
-void attention_rows(const AttentionRows& rows, int head_dim, float scale, const float* k_cache, const float* v_cache,
-                    int64_t kv_stride, ScratchBuffer& scratch) {
+void attention_rows(CpuTier tier, const AttentionRows& rows, int head_dim, float scale, const float* k_cache,
+                    const float* v_cache, int64_t kv_stride, ScratchBuffer& scratch) {
   // The AVX-512 and AVX2 bodies take the same arguments and a scores buffer of n × longest floats.
   using Body = void (*)(int, const float* const*, float* const*, const int64_t*, int, float, const float*,
                         const float*, int64_t, float*);
-  const CpuTier tier = active_cpu_tier();
   const Body body = head_dim % 16 != 0                ? nullptr
                     : tier >= CpuTier::Avx512Vnni ? static_cast<Body>(avx512::attention_rows)
                     : tier >= CpuTier::Avx2       ? static_cast<Body>(avx2::attention_rows)

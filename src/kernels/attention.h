@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "runtime/cpu_tier.h"
 #include "runtime/scratch.h"
 
 namespace tandem::kernels {
@@ -35,13 +36,14 @@ struct AttentionRows {
   float* out[kMax] = {};      // head_dim floats each
   int64_t n_kv[kMax] = {};
 };
-void attention_rows(const AttentionRows& rows, int head_dim, float scale, const float* k_cache, const float* v_cache,
-                    int64_t kv_stride, ScratchBuffer& scratch);
+// tier: the caller's kernel tier (at most the machine's; a model's KernelContext::tier).
+void attention_rows(CpuTier tier, const AttentionRows& rows, int head_dim, float scale, const float* k_cache,
+                    const float* v_cache, int64_t kv_stride, ScratchBuffer& scratch);
 void attention_rows_ref(const AttentionRows& rows, int head_dim, float scale, const float* k_cache,
                         const float* v_cache, int64_t kv_stride, ScratchBuffer& scratch);
 
 // A whole batch (every token and head) as attention_rows groups; the tier decides inside.
-void attention_causal(const AttentionInput& in, ScratchBuffer& scratch);
+void attention_causal(CpuTier tier, const AttentionInput& in, ScratchBuffer& scratch);
 // The plain scalar version every tier is tested against.
 void attention_causal_ref(const AttentionInput& in, ScratchBuffer& scratch);
 

@@ -42,15 +42,13 @@ TEST(Attention, EveryTierMatchesScalarReference) {
     attention_causal_ref(in, scratch);
     for (CpuTier tier : {CpuTier::Scalar, CpuTier::Avx2, CpuTier::Avx512Vnni, CpuTier::Amx}) {
       if (tier > cpu_features().best_tier()) continue;
-      set_cpu_tier(tier);
       std::vector<float> got(ref.size(), NAN);
       in.out = got.data();
-      attention_causal(in, scratch);
+      attention_causal(tier, in, scratch);
       double m = 0;
       for (size_t i = 0; i < got.size(); ++i) m = std::max(m, std::fabs(double(got[i]) - ref[i]));
       EXPECT_LE(m, 1e-5) << "head_dim " << hd << " tier " << cpu_tier_name(tier);
     }
-    set_cpu_tier(cpu_features().best_tier());
   }
 }
 
@@ -81,9 +79,8 @@ TEST(Attention, GroupedRowsEqualPerRowAttention) {
       attention_rows_ref(rows, hd, scale, k.data() + hd, v.data() + hd, kvd, scratch);  // KV head 1
       for (CpuTier tier : {CpuTier::Scalar, CpuTier::Avx2, CpuTier::Avx512Vnni, CpuTier::Amx}) {
         if (tier > cpu_features().best_tier()) continue;
-        set_cpu_tier(tier);
         for (int r = 0; r < n; ++r) rows.out[r] = got[r].data();
-        attention_rows(rows, hd, scale, k.data() + hd, v.data() + hd, kvd, scratch);
+        attention_rows(tier, rows, hd, scale, k.data() + hd, v.data() + hd, kvd, scratch);
         for (int r = 0; r < n; ++r) {
           AttentionInput in;
           in.n_head = 1;
@@ -99,14 +96,13 @@ TEST(Attention, GroupedRowsEqualPerRowAttention) {
           in.kv_stride = kvd;
           in.out = one[r].data();
           in.ldo = hd;
-          attention_causal(in, scratch);
+          attention_causal(tier, in, scratch);
           double m = 0;
           for (int i = 0; i < hd; ++i) m = std::max(m, std::fabs(double(got[r][i]) - ref[r][i]));
           EXPECT_LE(m, 1e-5) << "hd " << hd << " rows " << n << " row " << r << " tier " << cpu_tier_name(tier);
           EXPECT_EQ(got[r], one[r]) << "hd " << hd << " rows " << n << " row " << r << " tier " << cpu_tier_name(tier);
         }
       }
-      set_cpu_tier(cpu_features().best_tier());
     }
   }
 }

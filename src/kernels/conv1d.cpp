@@ -2,13 +2,12 @@
 
 #include "kernels/activations.h"
 #include "kernels/elementwise_avx512.h"
-#include "runtime/cpu_features.h"
 
 namespace tandem::kernels {
 
-void conv1d_silu(const float* x, int64_t ldx, int64_t T, int64_t channels, int K, const float* w,
+void conv1d_silu(CpuTier tier, const float* x, int64_t ldx, int64_t T, int64_t channels, int K, const float* w,
                  const float* state, float* y, int64_t ldy) {
-  if (active_cpu_tier() >= CpuTier::Avx512Vnni && K <= 8)
+  if (tier >= CpuTier::Avx512Vnni && K <= 8)
     return avx512::conv1d_silu(x, ldx, T, channels, K, w, state, y, ldy);
   conv1d_silu_ref(x, ldx, T, channels, K, w, state, y, ldy);
 }

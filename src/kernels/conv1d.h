@@ -7,13 +7,15 @@
 
 #include <cstdint>
 
+#include "runtime/cpu_tier.h"
+
 namespace tandem::kernels {
 
 // x: T rows of `channels` floats (token-major, row stride ldx); y: T rows (stride ldy).
 // Reads the previous inputs from state; does not modify it (see conv_state_after).
 // Channels are independent: a caller may split [0, channels) into ranges by offsetting
-// x, w, state and y. Dispatched by tier; conv1d_silu_ref is the scalar reference.
-void conv1d_silu(const float* x, int64_t ldx, int64_t T, int64_t channels, int K, const float* w,
+// x, w, state and y. Dispatched on the caller's tier; conv1d_silu_ref is the scalar reference.
+void conv1d_silu(CpuTier tier, const float* x, int64_t ldx, int64_t T, int64_t channels, int K, const float* w,
                  const float* state, float* y, int64_t ldy);
 void conv1d_silu_ref(const float* x, int64_t ldx, int64_t T, int64_t channels, int K, const float* w,
                      const float* state, float* y, int64_t ldy);

@@ -36,14 +36,12 @@ TEST(Conv1d, EveryTierMatchesScalarReference) {
         std::vector<float> ref(x.size(), 0.0f);
         conv1d_silu_ref(x.data(), ld, T, channels, K, w.data(), st.data(), ref.data(), ld);
         for (CpuTier tier : tiers()) {
-          set_cpu_tier(tier);
           std::vector<float> y(x.size(), 0.0f);
-          conv1d_silu(x.data(), ld, T, channels, K, w.data(), st.data(), y.data(), ld);
+          conv1d_silu(tier, x.data(), ld, T, channels, K, w.data(), st.data(), y.data(), ld);
           double m = 0;
           for (size_t i = 0; i < y.size(); ++i) m = std::max(m, std::fabs(double(y[i]) - ref[i]));
           EXPECT_LE(m, 2e-6) << "K " << K << " channels " << channels << " T " << T << " " << cpu_tier_name(tier);
         }
-        set_cpu_tier(cpu_features().best_tier());
         if (K == 1) continue;  // no state
         // The state after n tokens is the last K-1 inputs, reaching into the old state when n < K-1.
         std::vector<float> after(st.size());
@@ -97,18 +95,16 @@ TEST(Elementwise, SiluProductsMatchScalarOnEveryTier) {
     for (size_t i = 0; i < g.size(); ++i) ref[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
     for (size_t i = 0; i < g.size(); ++i) ref_sig[i] = u[i] / (1.0f + std::exp(-g[i]));
     for (CpuTier tier : tiers()) {
-      set_cpu_tier(tier);
       std::vector<float> y(g.size()), x = u, s = u;
-      silu_mul(g.data(), u.data(), y.data(), n);
-      mul_silu(x.data(), g.data(), n);
-      mul_sigmoid(s.data(), g.data(), n);
+      silu_mul(tier, g.data(), u.data(), y.data(), n);
+      mul_silu(tier, x.data(), g.data(), n);
+      mul_sigmoid(tier, s.data(), g.data(), n);
       for (size_t i = 0; i < y.size(); ++i) {
         EXPECT_NEAR(s[i], ref_sig[i], 1e-6 * (1 + std::fabs(ref_sig[i]))) << i << " " << cpu_tier_name(tier);
         EXPECT_NEAR(y[i], ref[i], 1e-6 * (1 + std::fabs(ref[i]))) << i << " " << cpu_tier_name(tier);
         EXPECT_NEAR(x[i], ref[i], 1e-6 * (1 + std::fabs(ref[i]))) << i << " " << cpu_tier_name(tier);
       }
     }
-    set_cpu_tier(cpu_features().best_tier());
   }
 }
 

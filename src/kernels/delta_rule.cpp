@@ -6,7 +6,6 @@
 
 #include "kernels/delta_rule_avx2.h"
 #include "kernels/delta_rule_avx512.h"
-#include "runtime/cpu_features.h"
 
 namespace tandem::kernels {
 
@@ -204,20 +203,21 @@ void delta_rule_chunked_ref(const DeltaRuleInput& in, float* state, ScratchBuffe
 
 // Run-time dispatch: the AVX-512 bodies need d to be a multiple of 16 (one zmm of keys), the AVX2
 // one a multiple of 8.
-void delta_rule_recurrent(const DeltaRuleInput& in, float* state, float* snapshots, int64_t snapshot_from) {
-  if (active_cpu_tier() >= CpuTier::Avx512Vnni && in.d > 0 && in.d % 16 == 0)
+void delta_rule_recurrent(CpuTier tier, const DeltaRuleInput& in, float* state, float* snapshots,
+                          int64_t snapshot_from) {
+  if (tier >= CpuTier::Avx512Vnni && in.d > 0 && in.d % 16 == 0)
     avx512::delta_rule_recurrent(in, state, snapshots, snapshot_from);
-  else if (active_cpu_tier() >= CpuTier::Avx2 && in.d > 0 && in.d % 8 == 0)
+  else if (tier >= CpuTier::Avx2 && in.d > 0 && in.d % 8 == 0)
     avx2::delta_rule_recurrent(in, state, snapshots, snapshot_from);
   else
     delta_rule_recurrent_ref(in, state, snapshots, snapshot_from);
 }
 
-bool delta_rule_prefers_chunked(int d) { return active_cpu_tier() >= CpuTier::Avx512Vnni && d > 0 && d % 16 == 0; }
+bool delta_rule_prefers_chunked(CpuTier tier, int d) { return tier >= CpuTier::Avx512Vnni && d > 0 && d % 16 == 0; }
 
-void delta_rule_chunked(const DeltaRuleInput& in, float* state, ScratchBuffer& scratch, const int64_t* cuts,
-                        int n_cuts, float* cut_states) {
-  if (active_cpu_tier() >= CpuTier::Avx512Vnni && in.d > 0 && in.d % 16 == 0) {
+void delta_rule_chunked(CpuTier tier, const DeltaRuleInput& in, float* state, ScratchBuffer& scratch,
+                        const int64_t* cuts, int n_cuts, float* cut_states) {
+  if (tier >= CpuTier::Avx512Vnni && in.d > 0 && in.d % 16 == 0) {
     float* ws = static_cast<float*>(scratch.get(avx512::delta_rule_chunked_workspace_floats(in.d) * sizeof(float)));
     avx512::delta_rule_chunked(in, state, ws, cuts, n_cuts, cut_states);
   } else {

@@ -11,8 +11,9 @@
 // Value head h reads key/query head h % H_k (GGUF's tiled head order).
 //
 // Each has a scalar reference (*_ref, float state, double intermediates in the
-// chunked one) and a faster body chosen at run time from the CPU tier
-// (delta_rule_avx512.cpp: float32, AVX-512, for d a multiple of 16).
+// chunked one) and a faster body chosen per call from the caller's CPU tier (the
+// first argument; a model's KernelContext::tier) and d (delta_rule_avx512.cpp:
+// float32, AVX-512, for d a multiple of 16; delta_rule_avx2.cpp: per token, d a multiple of 8).
 //
 // Both can hand back intermediate states so that checkpoints and speculative
 // rollback states cost no extra pass:
@@ -22,6 +23,7 @@
 
 #include <cstdint>
 
+#include "runtime/cpu_tier.h"
 #include "runtime/scratch.h"
 
 namespace tandem::kernels {
@@ -59,7 +61,7 @@ struct DeltaRuleInput {
 // after each token t >= snapshot_from is copied to snapshots + (t - snapshot_from) * state_floats
 // (only the processed heads' part of each snapshot is written); in.snapshot_to, when set,
 // names each token's destination instead.
-void delta_rule_recurrent(const DeltaRuleInput& in, float* state, float* snapshots = nullptr,
+void delta_rule_recurrent(CpuTier tier, const DeltaRuleInput& in, float* state, float* snapshots = nullptr,
                           int64_t snapshot_from = 0);
 void delta_rule_recurrent_ref(const DeltaRuleInput& in, float* state, float* snapshots = nullptr,
                               int64_t snapshot_from = 0);
@@ -67,17 +69,17 @@ void delta_rule_recurrent_ref(const DeltaRuleInput& in, float* state, float* sna
 // Chunked algorithm. Updates state in place. cuts: n_cuts increasing positions in
 // [0, T]; the state after the first cuts[c] tokens is copied to
 // cut_states + c * state_floats.
-void delta_rule_chunked(const DeltaRuleInput& in, float* state, ScratchBuffer& scratch,
+void delta_rule_chunked(CpuTier tier, const DeltaRuleInput& in, float* state, ScratchBuffer& scratch,
                         const int64_t* cuts = nullptr, int n_cuts = 0, float* cut_states = nullptr);
 void delta_rule_chunked_ref(const DeltaRuleInput& in, float* state, ScratchBuffer& scratch,
                             const int64_t* cuts = nullptr, int n_cuts = 0, float* cut_states = nullptr);
 
 constexpr int kDeltaRuleChunk = 64;
 
-// Whether a multi-token batch should take the chunked algorithm on the active tier: only where
+// Whether a multi-token batch should take the chunked algorithm on this tier: only where
 // delta_rule_chunked has a fast body (AVX-512, d a multiple of 16). Elsewhere the chunked one is
 // the float64 scalar reference, and the per-token one (AVX2 body) is far faster: 512 tokens of a
 // 4B layer, Chunked/ref 1807 ms vs Recurrent/fast 62 ms on an AVX2-only EPYC.
-bool delta_rule_prefers_chunked(int d);
+bool delta_rule_prefers_chunked(CpuTier tier, int d);
 
 }  // namespace tandem::kernels

@@ -44,8 +44,8 @@ Case make_case(int H_k, int H_v, int d, int64_t T, uint32_t seed) {
   for (auto& x : c.beta) x = ub(rng);
   for (auto& x : c.state0) x = u11(rng);
   for (int64_t t = 0; t < T * H_k; ++t) {
-    l2_norm(&c.q[t * d], &c.q[t * d], d, 1e-6f);
-    l2_norm(&c.k[t * d], &c.k[t * d], d, 1e-6f);
+    l2_norm(default_cpu_tier(), &c.q[t * d], &c.q[t * d], d, 1e-6f);
+    l2_norm(default_cpu_tier(), &c.k[t * d], &c.k[t * d], d, 1e-6f);
   }
   return c;
 }
@@ -106,12 +106,7 @@ double rel_diff(const A& a, const B& b) {
   return mx / std::max(ref, 1e-30);
 }
 
-// Every tier this machine has (Scalar .. best); the active tier is restored afterwards.
-struct TierGuard {
-  CpuTier saved = active_cpu_tier();
-  ~TierGuard() { set_cpu_tier(saved); }
-};
-
+// Every tier this machine has (Scalar .. best), each handed to the kernels it tests.
 std::vector<CpuTier> available_tiers() {
   std::vector<CpuTier> out;
   for (int t = 0; t <= static_cast<int>(cpu_features().best_tier()); ++t) out.push_back(static_cast<CpuTier>(t));
@@ -141,15 +136,13 @@ TEST_P(DeltaRuleTest, ChunkedAndRecurrentMatchOracle) {
   delta_rule_recurrent_ref(input_of(c, out_rr.data()), S_rr.data());
   delta_rule_chunked_ref(input_of(c, out_cr.data()), S_cr.data(), scratch);
 
-  TierGuard guard;
   for (CpuTier tier : available_tiers()) {
-    set_cpu_tier(tier);
     SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << sh.d << ", H_k=" << sh.H_k
                                     << ", H_v=" << sh.H_v << ", T=" << T);
     std::vector<float> out_r(c.T * c.H_v * c.d), out_c(out_r.size());
     std::vector<float> S_r = c.state0, S_c = c.state0;
-    delta_rule_recurrent(input_of(c, out_r.data()), S_r.data());
-    delta_rule_chunked(input_of(c, out_c.data()), S_c.data(), scratch);
+    delta_rule_recurrent(tier, input_of(c, out_r.data()), S_r.data());
+    delta_rule_chunked(tier, input_of(c, out_c.data()), S_c.data(), scratch);
 
     EXPECT_LE(rel_diff(out_r, o_ref), 1e-5) << "recurrent output";
     EXPECT_LE(rel_diff(S_r, S_ref), 1e-5) << "recurrent state";
@@ -174,7 +167,6 @@ INSTANTIATE_TEST_SUITE_P(Lengths, DeltaRuleTest,
                          });
 
 TEST(DeltaRule, ChunkedCutStatesEqualPerTokenStates) {
-  TierGuard guard;
   for (const Shape& sh : kShapes) {
     Case c = make_case(sh.H_k, sh.H_v, sh.d, 150, 99u + static_cast<uint32_t>(sh.d));
     std::vector<double> S_ref, o_ref;
@@ -183,11 +175,10 @@ TEST(DeltaRule, ChunkedCutStatesEqualPerTokenStates) {
     const std::vector<int64_t> cuts = {0, 1, 37, 64, 64, 100, 129, 150};
     const int64_t sf = static_cast<int64_t>(c.H_v) * c.d * c.d;
     for (CpuTier tier : available_tiers()) {
-      set_cpu_tier(tier);
       SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << sh.d);
       std::vector<float> cut_states(cuts.size() * sf), out(c.T * c.H_v * c.d), S = c.state0;
       ScratchBuffer scratch;
-      delta_rule_chunked(input_of(c, out.data()), S.data(), scratch, cuts.data(), static_cast<int>(cuts.size()),
+      delta_rule_chunked(tier, input_of(c, out.data()), S.data(), scratch, cuts.data(), static_cast<int>(cuts.size()),
                          cut_states.data());
       for (size_t i = 0; i < cuts.size(); ++i) {
         std::vector<float> got(cut_states.begin() + i * sf, cut_states.begin() + (i + 1) * sf);
@@ -203,7 +194,6 @@ TEST(DeltaRule, ChunkedCutStatesEqualPerTokenStates) {
 }
 
 TEST(DeltaRule, RecurrentSnapshotsAreThePerTokenStates) {
-  TierGuard guard;
   for (const Shape& sh : kShapes) {
     Case c = make_case(sh.H_k, sh.H_v, sh.d, 9, 7u + static_cast<uint32_t>(sh.d));
     std::vector<double> S_ref, o_ref;
@@ -212,10 +202,9 @@ TEST(DeltaRule, RecurrentSnapshotsAreThePerTokenStates) {
     const int64_t sf = static_cast<int64_t>(c.H_v) * c.d * c.d;
     const int64_t from = 5;
     for (CpuTier tier : available_tiers()) {
-      set_cpu_tier(tier);
       SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << sh.d);
       std::vector<float> snaps((c.T - from) * sf), out(c.T * c.H_v * c.d), S = c.state0;
-      delta_rule_recurrent(input_of(c, out.data()), S.data(), snaps.data(), from);
+      delta_rule_recurrent(tier, input_of(c, out.data()), S.data(), snaps.data(), from);
       for (int64_t t = from; t < c.T; ++t) {
         std::vector<float> got(snaps.begin() + (t - from) * sf, snaps.begin() + (t - from + 1) * sf);
         EXPECT_LE(rel_diff(got, states[t]), 1e-5) << "state after token " << t;
@@ -231,7 +220,7 @@ TEST(DeltaRule, RecurrentSnapshotsAreThePerTokenStates) {
       DeltaRuleInput in2 = input_of(c, out.data());
       in2.snapshot_to = to.data();
       std::vector<float> S2 = c.state0;
-      delta_rule_recurrent(in2, S2.data());
+      delta_rule_recurrent(tier, in2, S2.data());
       EXPECT_EQ(S2, S) << "final state with snapshot_to";
       for (int64_t t = 0; t < c.T; ++t) {
         if (to[t]) {
@@ -250,16 +239,14 @@ TEST(DeltaRule, RecurrentSnapshotsAreThePerTokenStates) {
 // speculator's exactness rests on the two giving the same bits: outputs and final state of a
 // batch (longer than the kernel's 64-token block too) equal token-by-token calls exactly.
 TEST(DeltaRule, RecurrentBatchEqualsTokenByTokenBitForBit) {
-  TierGuard guard;
   for (const Shape& sh : kShapes)
     for (int64_t T : {2, 4, 5, 67}) {
       Case c = make_case(sh.H_k, sh.H_v, sh.d, T, 77u + static_cast<uint32_t>(sh.d * T));
       const int64_t ld = static_cast<int64_t>(c.H_v) * c.d;
       for (CpuTier tier : available_tiers()) {
-        set_cpu_tier(tier);
         SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << sh.d << ", T=" << T);
         std::vector<float> out_batch(T * ld), S_batch = c.state0;
-        delta_rule_recurrent(input_of(c, out_batch.data()), S_batch.data());
+        delta_rule_recurrent(tier, input_of(c, out_batch.data()), S_batch.data());
         std::vector<float> out_steps(T * ld, -5.0f), S_steps = c.state0;
         for (int64_t t = 0; t < T; ++t) {
           DeltaRuleInput in = input_of(c, out_steps.data() + t * ld);
@@ -269,7 +256,7 @@ TEST(DeltaRule, RecurrentBatchEqualsTokenByTokenBitForBit) {
           in.v += t * in.ldv;
           in.g += t * c.H_v;
           in.beta += t * c.H_v;
-          delta_rule_recurrent(in, S_steps.data());
+          delta_rule_recurrent(tier, in, S_steps.data());
         }
         EXPECT_EQ(S_batch, S_steps);
         EXPECT_EQ(out_batch, out_steps);
@@ -281,21 +268,19 @@ TEST(DeltaRule, RecurrentBatchEqualsTokenByTokenBitForBit) {
 // whatever the destination held, with snapshots, and for batches longer than the kernel's
 // block of tokens (70 > 64); the source is left as it was.
 TEST(DeltaRule, RecurrentFromAnotherBufferEqualsInPlace) {
-  TierGuard guard;
   for (const Shape& sh : kShapes)
     for (int64_t T : {1, 4, 70}) {
       Case c = make_case(sh.H_k, sh.H_v, sh.d, T, 41u + static_cast<uint32_t>(sh.d + T));
       const int64_t sf = static_cast<int64_t>(c.H_v) * c.d * c.d, ld = static_cast<int64_t>(c.H_v) * c.d;
       for (CpuTier tier : available_tiers()) {
-        set_cpu_tier(tier);
         SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << sh.d << ", T=" << T);
         std::vector<float> out_a(T * ld), out_b(T * ld, -3.0f), S_a = c.state0, snaps_a(T * sf), snaps_b(T * sf);
-        delta_rule_recurrent(input_of(c, out_a.data()), S_a.data(), snaps_a.data(), 0);
+        delta_rule_recurrent(tier, input_of(c, out_a.data()), S_a.data(), snaps_a.data(), 0);
         const std::vector<float> src = c.state0;
         std::vector<float> S_b(sf, 99.0f);
         DeltaRuleInput in = input_of(c, out_b.data());
         in.state_in = src.data();
-        delta_rule_recurrent(in, S_b.data(), snaps_b.data(), 0);
+        delta_rule_recurrent(tier, in, S_b.data(), snaps_b.data(), 0);
         EXPECT_EQ(S_b, S_a);
         EXPECT_EQ(out_b, out_a);
         EXPECT_EQ(snaps_b, snaps_a);
@@ -307,14 +292,12 @@ TEST(DeltaRule, RecurrentFromAnotherBufferEqualsInPlace) {
 // A head range touches only its heads (state, outputs, cut states and snapshots),
 // and gives those heads the same result as a full run.
 TEST(DeltaRule, HeadRangeTouchesOnlyItsHeads) {
-  TierGuard guard;
   for (int d : {32, 128}) {
     Case c = make_case(2, 4, d, 70, 31u + static_cast<uint32_t>(d));
     const int64_t sf = static_cast<int64_t>(c.H_v) * d * d, hf = static_cast<int64_t>(d) * d;
     const int64_t ld = static_cast<int64_t>(c.H_v) * d;
     const std::vector<int64_t> cuts = {20, 64};
     for (CpuTier tier : available_tiers()) {
-      set_cpu_tier(tier);
       SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << d);
       for (bool chunked : {false, true}) {
         const float sentinel = -12345.0f;
@@ -326,11 +309,11 @@ TEST(DeltaRule, HeadRangeTouchesOnlyItsHeads) {
         part.h_begin = 1;
         part.h_end = 3;
         if (chunked) {
-          delta_rule_chunked(full, S_full.data(), scratch, cuts.data(), 2, extra_full.data());
-          delta_rule_chunked(part, S.data(), scratch, cuts.data(), 2, extra.data());
+          delta_rule_chunked(tier, full, S_full.data(), scratch, cuts.data(), 2, extra_full.data());
+          delta_rule_chunked(tier, part, S.data(), scratch, cuts.data(), 2, extra.data());
         } else {  // snapshots of the last two tokens
-          delta_rule_recurrent(full, S_full.data(), extra_full.data(), c.T - 2);
-          delta_rule_recurrent(part, S.data(), extra.data(), c.T - 2);
+          delta_rule_recurrent(tier, full, S_full.data(), extra_full.data(), c.T - 2);
+          delta_rule_recurrent(tier, part, S.data(), extra.data(), c.T - 2);
         }
         for (int h = 0; h < c.H_v; ++h) {
           const bool in_range = h >= 1 && h < 3;
@@ -353,7 +336,6 @@ TEST(DeltaRule, HeadRangeTouchesOnlyItsHeads) {
 // Nearly parallel keys, strong writes and almost no decay: the worst conditioning
 // of I + A in the chunked algorithm (T's entries alternate and grow).
 TEST(DeltaRule, CorrelatedKeysMatchOracle) {
-  TierGuard guard;
   for (int d : {32, 128}) {
     Case c = make_case(1, 2, d, 200, 11u + static_cast<uint32_t>(d));
     std::mt19937 rng(5);
@@ -362,19 +344,18 @@ TEST(DeltaRule, CorrelatedKeysMatchOracle) {
     for (auto& x : base) x = u11(rng);
     for (int64_t t = 0; t < c.T; ++t) {
       for (int i = 0; i < d; ++i) c.k[t * d + i] = base[i] + 0.1f * u11(rng);
-      l2_norm(&c.k[t * d], &c.k[t * d], d, 1e-6f);
+      l2_norm(default_cpu_tier(), &c.k[t * d], &c.k[t * d], d, 1e-6f);
     }
     for (auto& x : c.beta) x = ub(rng);
     for (auto& x : c.g) x = ug(rng);
     std::vector<double> S_ref, o_ref;
     oracle(c, S_ref, o_ref, nullptr);
     for (CpuTier tier : available_tiers()) {
-      set_cpu_tier(tier);
       SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << d);
       std::vector<float> out_r(c.T * c.H_v * d), out_c(out_r.size()), S_r = c.state0, S_c = c.state0;
       ScratchBuffer scratch;
-      delta_rule_recurrent(input_of(c, out_r.data()), S_r.data());
-      delta_rule_chunked(input_of(c, out_c.data()), S_c.data(), scratch);
+      delta_rule_recurrent(tier, input_of(c, out_r.data()), S_r.data());
+      delta_rule_chunked(tier, input_of(c, out_c.data()), S_c.data(), scratch);
       EXPECT_LE(rel_diff(out_r, o_ref), 1e-5);
       EXPECT_LE(rel_diff(S_r, S_ref), 1e-5);
       EXPECT_LE(rel_diff(out_c, o_ref), 1e-5);
@@ -385,7 +366,6 @@ TEST(DeltaRule, CorrelatedKeysMatchOracle) {
 
 // Fast decays: e^G underflows inside a chunk (and to denormals in float).
 TEST(DeltaRule, StrongDecaysMatchOracle) {
-  TierGuard guard;
   for (int d : {32, 128}) {
     Case c = make_case(2, 4, d, 130, 5u + static_cast<uint32_t>(d));
     std::mt19937 rng(77);
@@ -394,12 +374,11 @@ TEST(DeltaRule, StrongDecaysMatchOracle) {
     std::vector<double> S_ref, o_ref;
     oracle(c, S_ref, o_ref, nullptr);
     for (CpuTier tier : available_tiers()) {
-      set_cpu_tier(tier);
       SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << d);
       std::vector<float> out_r(c.T * c.H_v * d), out_c(out_r.size()), S_r = c.state0, S_c = c.state0;
       ScratchBuffer scratch;
-      delta_rule_recurrent(input_of(c, out_r.data()), S_r.data());
-      delta_rule_chunked(input_of(c, out_c.data()), S_c.data(), scratch);
+      delta_rule_recurrent(tier, input_of(c, out_r.data()), S_r.data());
+      delta_rule_chunked(tier, input_of(c, out_c.data()), S_c.data(), scratch);
       EXPECT_LE(rel_diff(out_r, o_ref), 1e-5);
       EXPECT_LE(rel_diff(S_r, S_ref), 1e-5);
       EXPECT_LE(rel_diff(out_c, o_ref), 1e-5);

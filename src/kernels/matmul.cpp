@@ -97,8 +97,7 @@ struct Prepared {
 
 // packed: the weights have their tile-order copy (then AMX pays from one token on, and the
 // AVX-512 tier multiplies the interleaved groups instead of the ggml rows).
-Path choose_path(GgmlType t, int64_t T, bool packed) {
-  const CpuTier tier = active_cpu_tier();
+Path choose_path(GgmlType t, CpuTier tier, int64_t T, bool packed) {
   if ((T >= kAmxMinCols || packed) && tier >= CpuTier::Amx && amx_has_kernel(t)) return Path::Amx;
   if (packed && tier >= CpuTier::Avx512Vnni && amx_has_kernel(t)) return Path::PackedVnni;
   if (packed && tier >= CpuTier::Avx512Vnni && t == GgmlType::Q6_K) return Path::PackedQ6K;
@@ -112,7 +111,7 @@ Path choose_path(GgmlType t, int64_t T, bool packed) {
 Prepared prepare(GgmlType type, bool packed, int64_t n, const float* X, int64_t ldx, int64_t T,
                  KernelContext& ctx) {
   Prepared p;
-  p.path = choose_path(type, T, packed);
+  p.path = choose_path(type, ctx.tier, T, packed);
   p.type = type;
   p.n = n;
   p.T = T;
@@ -120,7 +119,7 @@ Prepared prepare(GgmlType type, bool packed, int64_t n, const float* X, int64_t 
     // The float activations as they are; each task dequantizes its rows (ggml layout, the
     // packed copy is not used) and runs them through the F32 kernel of this tier.
     p.path = Path::Dequant;
-    p.f32_path = choose_path(GgmlType::F32, T, false);
+    p.f32_path = choose_path(GgmlType::F32, ctx.tier, T, false);
     const int threads = ctx.pool ? ctx.pool->size() : 1;
     p.dequant = ctx.dequant.get_as<float>(static_cast<size_t>(threads * kDequantRows * n));
     auto* views = ctx.ptrs.get_as<const float*>(static_cast<size_t>(T));
@@ -156,7 +155,7 @@ Prepared prepare(GgmlType type, bool packed, int64_t n, const float* X, int64_t 
     auto* sums = reinterpret_cast<int32_t*>(act + p.act_row * static_cast<size_t>(T));
     auto* scales = reinterpret_cast<float*>(sums + terms);
     for_columns(T, ctx.pool, [&](int64_t t) {
-      quantize_activation(act_type, X + t * ldx, act + t * p.act_row, n);
+      quantize_activation(ctx.tier, act_type, X + t * ldx, act + t * p.act_row, n);
       if (terms)
         avx2::q4_0_packed_terms(reinterpret_cast<const BlockQ8_0*>(act + t * p.act_row), nb, T, sums + t, scales + t);
     });
@@ -180,7 +179,7 @@ Prepared prepare(GgmlType type, bool packed, int64_t n, const float* X, int64_t 
     case GgmlType::Q5_K:
     case GgmlType::Q6_K: {
       // Prompts of a packed K-quant matrix go to the tiles on the Amx tier.
-      if ((p.path == Path::PackedQ4K || p.path == Path::PackedQ6K) && active_cpu_tier() >= CpuTier::Amx &&
+      if ((p.path == Path::PackedQ4K || p.path == Path::PackedQ6K) && ctx.tier >= CpuTier::Amx &&
           T >= kAmxKQuantMinCols)
         p.path = Path::AmxKQuant;
       const size_t row = (row_bytes(GgmlType::Q8_K, n) + 63) / 64 * 64;
@@ -203,7 +202,7 @@ Prepared prepare(GgmlType type, bool packed, int64_t n, const float* X, int64_t 
       auto* views = ctx.ptrs.get_as<const BlockQ8_K*>(static_cast<size_t>(T));
       auto* offsets = reinterpret_cast<int32_t*>(buf + row * static_cast<size_t>(T));
       for_columns(T, ctx.pool, [&](int64_t t) {
-        quantize_activation(GgmlType::Q8_K, X + t * ldx, buf + t * row, n);
+        quantize_activation(ctx.tier, GgmlType::Q8_K, X + t * ldx, buf + t * row, n);
         views[t] = reinterpret_cast<const BlockQ8_K*>(buf + t * row);
         if (p.path == Path::PackedQ6K) vnni::q6_K_offsets(views[t], n, offsets + t * (n / 16));
         if (mins) vnni::q4_K_min_operands(views[t], n, offsets + t * (n / 64));
@@ -225,7 +224,7 @@ Prepared prepare(GgmlType type, bool packed, int64_t n, const float* X, int64_t 
       auto* buf = static_cast<uint8_t*>(ctx.acts.get(row * static_cast<size_t>(T)));
       auto* views = ctx.ptrs.get_as<const uint16_t*>(static_cast<size_t>(T));
       for_columns(T, ctx.pool, [&](int64_t t) {
-        quantize_activation(GgmlType::F16, X + t * ldx, buf + t * row, n);
+        quantize_activation(ctx.tier, GgmlType::F16, X + t * ldx, buf + t * row, n);
         views[t] = reinterpret_cast<const uint16_t*>(buf + t * row);
       });
       p.views = views;
@@ -412,13 +411,14 @@ void for_tasks(int64_t rows, int64_t per, ThreadPool* pool, F&& fn) {
 
 }  // namespace
 
-bool matmul_has_fast_kernel(GgmlType t) {
+KernelContext::KernelContext(CpuTier t) : tier(clamp_to_machine(t)) {}
+
+bool matmul_has_fast_kernel(GgmlType t, CpuTier tier) {
   // AVX-512 VNNI and AVX2 have row kernels for the same types; the legacy ones run AVX2's on both.
-  return active_cpu_tier() >= CpuTier::Avx2 && (simd_has_kernel(t) || avx2_only_kernel(t));
+  return tier >= CpuTier::Avx2 && (simd_has_kernel(t) || avx2_only_kernel(t));
 }
 
-bool matmul_uses_packed(GgmlType t) {
-  const CpuTier tier = active_cpu_tier();
+bool matmul_uses_packed(GgmlType t, CpuTier tier) {
   if (tier >= CpuTier::Avx512Vnni) return packable(t);
   return tier >= CpuTier::Avx2 && (t == GgmlType::Q4_0 || t == GgmlType::Q6_K);
 }
@@ -470,7 +470,7 @@ void matmul_swiglu(const WeightMatrix& Wg, const WeightMatrix& Wu, const float* 
     float* u = g + T * Wg.rows;
     matmul(Wg, X, ldx, T, g, Wg.rows, ctx);
     matmul(Wu, X, ldx, T, u, Wu.rows, ctx);
-    for (int64_t t = 0; t < T; ++t) silu_mul(g + t * Wg.rows, u + t * Wg.rows, Y + t * ldy, Wg.rows);
+    for (int64_t t = 0; t < T; ++t) silu_mul(ctx.tier, g + t * Wg.rows, u + t * Wg.rows, Y + t * ldy, Wg.rows);
     return;
   }
   const Prepared p = prepare(Wg.type, Wg.packed && Wu.packed, Wg.cols, X, ldx, T, ctx);
@@ -485,7 +485,7 @@ void matmul_swiglu(const WeightMatrix& Wg, const WeightMatrix& Wu, const float* 
     run_rows(p, Wg, r0, r1, g, per, thread);
     run_rows(p, Wu, r0, r1, u, per, thread);
     const int64_t nr = r1 - r0;
-    for (int64_t t = 0; t < T; ++t) silu_mul(g + t * per, u + t * per, Y + t * ldy + r0, nr);
+    for (int64_t t = 0; t < T; ++t) silu_mul(ctx.tier, g + t * per, u + t * per, Y + t * ldy + r0, nr);
   });
 }
 
@@ -493,7 +493,7 @@ void matmul_ref(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, f
   const GgmlType act_type = traits(W.type).vec_dot_type;
   std::vector<uint8_t> act(activation_bytes(act_type, W.cols));
   for (int64_t t = 0; t < T; ++t) {
-    quantize_activation(act_type, X + t * ldx, act.data(), W.cols);
+    quantize_activation(CpuTier::Scalar, act_type, X + t * ldx, act.data(), W.cols);
     for (int64_t o = 0; o < W.rows; ++o) Y[t * ldy + o] = vec_dot_ref(W.type, W.cols, W.row(o), act.data());
   }
 }

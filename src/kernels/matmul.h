@@ -6,7 +6,7 @@
 // converted to the weight's vec_dot_type, exactly as ggml-cpu does, so every tier
 // computes the same integer block sums (only float accumulation order differs).
 //
-// Paths (chosen per call from the active CPU tier and the weight type):
+// Paths (chosen per call from the context's CPU tier, fixed when the model is loaded, and the weight type):
 //  * T = 1 .. 8: every weight row is unpacked once and applied to all T columns
 //    (decode GEMV and the column-shared product for speculative verification);
 //  * T > 8: the same row kernels over groups of 8 columns, rows split in tasks small
@@ -33,6 +33,7 @@
 #include <span>
 
 #include "gguf/ggml_type.h"
+#include "runtime/cpu_tier.h"
 #include "runtime/scratch.h"
 #include "runtime/thread_pool.h"
 
@@ -61,8 +62,11 @@ struct WeightMatrix {
 //    they are (the README's "ref A": what quantized weights alone do to the numbers).
 enum class ActivationMode { Converted, Exact };
 
-// Threads and buffers the kernels use (one per model; not shared between concurrent calls).
+// Threads and buffers the kernels use (one per model; not shared between concurrent calls),
+// and the CPU tier they run on, fixed at construction (clamped to what the machine has).
 struct KernelContext {
+  explicit KernelContext(CpuTier t);  // t lowered to the machine's best (clamp_to_machine)
+  const CpuTier tier;
   ThreadPool* pool = nullptr;  // null: run on the calling thread
   ScratchBuffer acts;          // converted activations
   ScratchBuffer ptrs;          // per-column views into acts
@@ -98,10 +102,10 @@ void matmul_swiglu(const WeightMatrix& Wg, const WeightMatrix& Wu, const float* 
 // The plain scalar reference of matmul (one vec_dot_ref per output), for tests.
 void matmul_ref(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy);
 
-// Whether the active tier has a SIMD kernel for this weight type (for benchmarks/reports).
-bool matmul_has_fast_kernel(GgmlType t);
-// Whether the active tier multiplies packed weights of this type (weight_pack.h): every packable
+// Whether the tier has a SIMD kernel for this weight type (for benchmarks/reports).
+bool matmul_has_fast_kernel(GgmlType t, CpuTier tier);
+// Whether the tier multiplies packed weights of this type (weight_pack.h): every packable
 // type from AVX-512 VNNI up, Q4_0 and Q6_K on AVX2 (matmul_packed_avx2.h). The model packs only these at load.
-bool matmul_uses_packed(GgmlType t);
+bool matmul_uses_packed(GgmlType t, CpuTier tier);
 
 }  // namespace tandem::kernels

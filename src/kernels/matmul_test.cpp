@@ -53,10 +53,7 @@ struct RandomWeights {
   }
 };
 
-class MatmulTest : public ::testing::TestWithParam<Case> {
- protected:
-  void TearDown() override { set_cpu_tier(cpu_features().best_tier()); }
-};
+class MatmulTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(MatmulTest, EveryTierMatchesScalarReference) {
   const Case c = GetParam();
@@ -88,11 +85,10 @@ TEST_P(MatmulTest, EveryTierMatchesScalarReference) {
       double max_ref = 0;
       for (float v : ref) max_ref = std::max(max_ref, std::fabs(double(v)));
       for (CpuTier tier : available_tiers()) {
-        set_cpu_tier(tier);
         for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool})
           for (const WeightMatrix* w : {&W, &Wp}) {
             if (w == &Wp && !can_pack) continue;
-            KernelContext ctx;
+            KernelContext ctx(tier);
             ctx.pool = p;
             std::vector<float> y(static_cast<size_t>(T * rows), NAN);
             matmul(*w, x.data(), c.cols, T, y.data(), rows, ctx);
@@ -135,11 +131,10 @@ TEST_P(MatmulTest, ExactActivationsMultiplyTheDequantizedWeights) {
           scale = std::max(scale, a);
         }
       for (CpuTier tier : available_tiers()) {
-        set_cpu_tier(tier);
         for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool})
           for (const WeightMatrix* w : {&rw.W, &rw.Wp}) {
             if (w == &rw.Wp && !rw.can_pack) continue;
-            KernelContext ctx;
+            KernelContext ctx(tier);
             ctx.pool = p;
             ctx.activations = ActivationMode::Exact;
             std::vector<float> y(static_cast<size_t>(T * rows), NAN), conv(y.size(), NAN);
@@ -173,7 +168,6 @@ TEST_P(MatmulTest, EachColumnEqualsItsSingleColumnProductBitForBit) {
   const bool can_pack = rw.can_pack;
   ThreadPool pool(2);
   for (CpuTier tier : available_tiers()) {
-    set_cpu_tier(tier);
     for (const WeightMatrix* w : {&W, &Wp}) {
       if (w == &Wp && !can_pack) continue;
       // Packed Q4_0/Q8_0 run 1..4 tokens on the vector units and 5 and more on the tiles, packed
@@ -184,7 +178,7 @@ TEST_P(MatmulTest, EachColumnEqualsItsSingleColumnProductBitForBit) {
         if (T > 8 && w != &Wp) continue;
         std::vector<float> x(static_cast<size_t>(T * c.cols));
         for (auto& v : x) v = nd(rng);
-        KernelContext ctx;
+        KernelContext ctx(tier);
         ctx.pool = &pool;
         std::vector<float> y(static_cast<size_t>(T * rows)), y1(static_cast<size_t>(rows));
         matmul(*w, x.data(), c.cols, T, y.data(), rows, ctx);
@@ -217,7 +211,7 @@ TEST_P(MatmulTest, PackedVectorUnitsEqualTilesBitForBit) {
     std::vector<float> x(static_cast<size_t>(T * c.cols));
     for (auto& v : x) v = nd(rng);
     std::vector<float> vec(static_cast<size_t>(T * 70)), tiles(vec.size());
-    KernelContext ctx;
+    KernelContext ctx(CpuTier::Amx);
     ctx.pool = &pool;
     matmul(rw.Wp, x.data(), c.cols, T, vec.data(), 70, ctx);
     ctx.packed_few_tokens_on_vector_units = false;
@@ -240,8 +234,7 @@ TEST_P(MatmulTest, PackedAvx2EqualsRowKernelBitForBit) {
   std::mt19937 rng(static_cast<uint32_t>(c.cols * 13 + 7));
   std::normal_distribution<float> nd(0.0f, 1.0f);
   ThreadPool pool(2);
-  set_cpu_tier(CpuTier::Avx2);
-  ASSERT_TRUE(matmul_uses_packed(GgmlType::Q4_0));
+  ASSERT_TRUE(matmul_uses_packed(GgmlType::Q4_0, CpuTier::Avx2));
   for (int64_t rows : {13, 37, 300}) {
     RandomWeights rw(c.type, c.cols, rows, rng, 1.0f);
     ASSERT_TRUE(rw.can_pack);
@@ -249,7 +242,7 @@ TEST_P(MatmulTest, PackedAvx2EqualsRowKernelBitForBit) {
       std::vector<float> x(static_cast<size_t>(T * c.cols));
       for (auto& v : x) v = nd(rng);
       for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-        KernelContext ctx;
+        KernelContext ctx(CpuTier::Avx2);
         ctx.pool = p;
         std::vector<float> rows_out(static_cast<size_t>(T * rows), NAN), packed_out(rows_out.size(), NAN);
         matmul(rw.W, x.data(), c.cols, T, rows_out.data(), rows, ctx);
@@ -276,13 +269,11 @@ TEST_P(MatmulTest, PackedAvx2Q6KEqualsAvx512PackedBitForBit) {
     for (int64_t T : {1, 3, 4, 6}) {
       std::vector<float> x(static_cast<size_t>(T * c.cols));
       for (auto& v : x) v = nd(rng);
-      KernelContext ctx;
-      ctx.pool = &pool;
+      KernelContext avx512(CpuTier::Avx512Vnni), avx2(CpuTier::Avx2);
+      avx512.pool = avx2.pool = &pool;
       std::vector<float> a(static_cast<size_t>(T * rows), NAN), b(a.size(), NAN);
-      set_cpu_tier(CpuTier::Avx512Vnni);
-      matmul(rw.Wp, x.data(), c.cols, T, a.data(), rows, ctx);
-      set_cpu_tier(CpuTier::Avx2);
-      matmul(rw.Wp, x.data(), c.cols, T, b.data(), rows, ctx);
+      matmul(rw.Wp, x.data(), c.cols, T, a.data(), rows, avx512);
+      matmul(rw.Wp, x.data(), c.cols, T, b.data(), rows, avx2);
       ASSERT_EQ(a, b) << "rows=" << rows << " T=" << T;
     }
   }
@@ -301,7 +292,6 @@ TEST_P(MatmulTest, MultiEqualsSeparateProductsBitForBit) {
   RandomWeights other(c.type == GgmlType::F32 ? GgmlType::F16 : GgmlType::F32, c.cols, 24, rng, 1.0f);
   ThreadPool pool(2);
   for (CpuTier tier : available_tiers()) {
-    set_cpu_tier(tier);
     for (bool packed : {false, true}) {
       if (packed && !ws[0]->can_pack) continue;
       for (bool mixed : {false, true})
@@ -311,7 +301,7 @@ TEST_P(MatmulTest, MultiEqualsSeparateProductsBitForBit) {
           if (mixed) mats.push_back(&other.W);
           std::vector<float> x(static_cast<size_t>(T * c.cols));
           for (auto& v : x) v = nd(rng);
-          KernelContext ctx;
+          KernelContext ctx(tier);
           ctx.pool = &pool;
           std::vector<std::vector<float>> got, want;
           std::vector<MatmulTarget> targets;

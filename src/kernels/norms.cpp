@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "kernels/elementwise_avx512.h"
-#include "runtime/cpu_features.h"
 
 namespace tandem::kernels {
 
@@ -16,8 +15,8 @@ namespace {
 // chain eightfold; the double result differs from the chain's in its last bits only, which
 // reach the float mean about once in 10^8 rows. The AVX-512 tiers run the same sums, the
 // eight partial sums as the lanes of one register (elementwise_avx512.cpp): same bits.
-double sum_squares(const float* x, int64_t n) {
-  if (active_cpu_tier() >= CpuTier::Avx512Vnni) return avx512::sum_squares(x, n);
+double sum_squares(CpuTier tier, const float* x, int64_t n) {
+  if (tier >= CpuTier::Avx512Vnni) return avx512::sum_squares(x, n);
   double s[8] = {};
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
@@ -29,8 +28,8 @@ double sum_squares(const float* x, int64_t n) {
 
 }  // namespace
 
-void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
-  const double sum = sum_squares(x, n);
+void rms_norm(CpuTier tier, const float* x, const float* w, float* y, int64_t n, float eps) {
+  const double sum = sum_squares(tier, x, n);
   const float mean = static_cast<float>(sum / static_cast<double>(n));
   const float scale = 1.0f / std::sqrt(mean + eps);
   if (w) {
@@ -40,8 +39,8 @@ void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
   }
 }
 
-void l2_norm(const float* x, float* y, int64_t n, float eps) {
-  const double sum = sum_squares(x, n);  // float squares, double sum: as ggml's l2_norm
+void l2_norm(CpuTier tier, const float* x, float* y, int64_t n, float eps) {
+  const double sum = sum_squares(tier, x, n);  // float squares, double sum: as ggml's l2_norm
   const float scale = 1.0f / std::fmax(std::sqrt(static_cast<float>(sum)), eps);
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale;
 }

@@ -4,11 +4,14 @@
 
 #include <cstdint>
 
+#include "runtime/cpu_tier.h"
+
 namespace tandem::kernels {
 
+// tier: the caller's kernel tier; every tier gives the same bits (norms.cpp).
 // y = x / sqrt(mean(x^2) + eps) * w   (w may be null: no weight). y may alias x.
-void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
+void rms_norm(CpuTier tier, const float* x, const float* w, float* y, int64_t n, float eps);
 // y = x / max(||x||_2, eps). y may alias x.
-void l2_norm(const float* x, float* y, int64_t n, float eps);
+void l2_norm(CpuTier tier, const float* x, float* y, int64_t n, float eps);
 
 }  // namespace tandem::kernels

@@ -28,14 +28,14 @@ TEST(Norms, MatchTheFormulaForEveryLength) {
       const float eps = 1e-6f;
       const double scale = 1.0 / std::sqrt(static_cast<double>(sum / n) + eps);
       const double l2 = 1.0 / std::fmax(std::sqrt(static_cast<double>(sum)), eps);
-      rms_norm(x.data(), w.data(), y.data(), n, eps);
-      l2_norm(x.data(), z.data(), n, eps);
+      rms_norm(default_cpu_tier(), x.data(), w.data(), y.data(), n, eps);
+      l2_norm(default_cpu_tier(), x.data(), z.data(), n, eps);
       for (int64_t i = 0; i < n; ++i) {
         const double want = x[i] * scale * w[i], want_l2 = x[i] * l2;
         EXPECT_NEAR(y[i], want, 1e-6 * std::fabs(want) + 1e-30) << "n " << n << " i " << i;
         EXPECT_NEAR(z[i], want_l2, 1e-6 * std::fabs(want_l2) + 1e-30) << "n " << n << " i " << i;
       }
-      rms_norm(x.data(), nullptr, y.data(), n, eps);  // no weights
+      rms_norm(default_cpu_tier(), x.data(), nullptr, y.data(), n, eps);  // no weights
       for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(y[i], x[i] * scale, 1e-6 * std::fabs(x[i] * scale) + 1e-30);
     }
 }
@@ -65,25 +65,22 @@ TEST(Norms, Avx512SumOfSquaresIsTheScalarLoopsDouble) {
 // partial sums as register lanes): the norms agree bit for bit, so a model's logits do not
 // depend on the tier through them.
 TEST(Norms, EveryTierGivesTheScalarBits) {
-  const CpuTier best = active_cpu_tier();
   std::mt19937 rng(12);
   std::normal_distribution<float> nd;
   for (int64_t n : {1, 7, 8, 9, 15, 17, 128, 1000, 1024, 2561}) {
     std::vector<float> x(static_cast<size_t>(n)), w(x.size()), ref(x.size()), ref_l2(x.size()), y(x.size());
     for (auto& v : x) v = nd(rng) * 3.0f;
     for (auto& v : w) v = 1.0f + 0.1f * nd(rng);
-    set_cpu_tier(CpuTier::Scalar);
-    rms_norm(x.data(), w.data(), ref.data(), n, 1e-6f);
-    l2_norm(x.data(), ref_l2.data(), n, 1e-6f);
+    rms_norm(CpuTier::Scalar, x.data(), w.data(), ref.data(), n, 1e-6f);
+    l2_norm(CpuTier::Scalar, x.data(), ref_l2.data(), n, 1e-6f);
     for (CpuTier tier : {CpuTier::Avx2, CpuTier::Avx512Vnni, CpuTier::Amx}) {
-      if (set_cpu_tier(tier) != tier) continue;  // not on this machine
-      rms_norm(x.data(), w.data(), y.data(), n, 1e-6f);
+      if (clamp_to_machine(tier) != tier) continue;  // not on this machine
+      rms_norm(tier, x.data(), w.data(), y.data(), n, 1e-6f);
       for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[i], ref[i]) << cpu_tier_name(tier) << " n " << n << " i " << i;
-      l2_norm(x.data(), y.data(), n, 1e-6f);
+      l2_norm(tier, x.data(), y.data(), n, 1e-6f);
       for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[i], ref_l2[i]) << cpu_tier_name(tier) << " n " << n << " i " << i;
     }
   }
-  set_cpu_tier(best);
 }
 
 }  // namespace

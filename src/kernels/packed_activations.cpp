@@ -25,7 +25,7 @@ Q8PairsView pack_q8_pairs(const float* x, int64_t n, PairLayout layout, void* ds
   for (int64_t p = 0; p < np; ++p) {
     for (int i = 0; i < 2; ++i) {
       const int64_t b = 2 * p + i;
-      if (b < nb) quantize_activation(GgmlType::Q8_0, x + b * kQK, &blk[i], kQK);
+      if (b < nb) quantize_activation(CpuTier::Scalar, GgmlType::Q8_0, x + b * kQK, &blk[i], kQK);
       else std::memset(&blk[i], 0, sizeof(BlockQ8_0));
     }
     uint8_t* c = codes + p * 64;

@@ -34,7 +34,8 @@ struct Qwen35Model::Workspace {
   std::vector<int64_t> ends;         // segment ends of the delta rule
   std::vector<float*> snapshot_to;   // per token of a per-token segment: its rollback slot or null
   std::vector<float> cat;            // MTP: [normed embedding ; normed hidden], T x 2*n_embd
-  KernelContext kc;                   // matmul threads and converted activations
+  explicit Workspace(CpuTier tier) : kc(tier) {}
+  KernelContext kc;                   // the model's kernel tier, matmul threads and converted activations
   bool column_shared = true;          // ForwardOptions::column_shared of the running pass
   std::unique_ptr<ScratchBuffer[]> per_thread;  // delta-rule chunks, attention scores
 };
@@ -93,19 +94,26 @@ void Qwen35Model::project_many(std::span<const MatmulTarget> targets, const floa
 }
 
 std::unique_ptr<Qwen35Model> Qwen35Model::load(const std::string& path, int n_threads) {
+  LoadOptions opt;
+  opt.n_threads = n_threads;
+  return load(path, opt);
+}
+
+std::unique_ptr<Qwen35Model> Qwen35Model::load(const std::string& path, const LoadOptions& opt) {
   std::unique_ptr<Qwen35Model> m(new Qwen35Model());
   m->file_ = GgufFile::open(path);
   m->hp_ = Qwen35HParams::from_gguf(*m->file_);
   m->w_ = Qwen35Weights::load(*m->file_, m->hp_);
-  m->pack_for_matrix_path();  // only the types the tier multiplies packed (kernels::matmul_uses_packed)
-  m->pool_ = std::make_unique<ThreadPool>(n_threads);
+  m->ws_ = std::make_unique<Workspace>(opt.tier);  // the kernel tier, fixed for the model's life
+  if (opt.pack_matrices) m->pack_for_matrix_path();  // the matrices the tier multiplies packed (kernels::matmul_uses_packed)
+  m->pool_ = std::make_unique<ThreadPool>(opt.n_threads);
   m->governor_ = std::make_unique<CpuResourceGovernor>(*m->pool_);
-  m->ws_ = std::make_unique<Workspace>();
   m->ws_->kc.pool = m->pool_.get();
   m->ws_->per_thread.reset(new ScratchBuffer[static_cast<size_t>(m->pool_->size())]);
   return m;
 }
 
+CpuTier Qwen35Model::cpu_tier() const { return ws_->kc.tier; }
 void Qwen35Model::set_packed_few_tokens_on_vector_units(bool on) { ws_->kc.packed_few_tokens_on_vector_units = on; }
 void Qwen35Model::set_activation_mode(kernels::ActivationMode mode) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -114,10 +122,10 @@ void Qwen35Model::set_activation_mode(kernels::ActivationMode mode) {
 kernels::ActivationMode Qwen35Model::activation_mode() const { return ws_->kc.activations; }
 
 void Qwen35Model::pack_for_matrix_path() {
-  // After packing, the ggml rows of a matrix are only read on another tier: their pages
+  // After packing, the ggml rows of a matrix are only read by ActivationMode::Exact: their pages
   // leave the resident set (the file stays the backing store), so the model is not held twice.
   auto pack = [&](WeightMatrix& W, bool keep_rows) {
-    if (W.data && matmul_uses_packed(W.type) && packed_.pack(W) && !keep_rows)
+    if (W.data && matmul_uses_packed(W.type, ws_->kc.tier) && packed_.pack(W) && !keep_rows)
       file_->release_pages(W.data, W.row_stride * static_cast<size_t>(W.rows));
   };
   auto layer = [&](Qwen35LayerWeights& L) {
@@ -182,8 +190,8 @@ void Qwen35Model::mtp_forward(MtpState& st, std::span<const int32_t> tokens, con
   for (int64_t t = 0; t < T; ++t) {
     float* row = cat + t * 2 * n_embd;
     dequantize_row(E.type, E.row(tokens[t]), row, n_embd);
-    rms_norm(row, M.enorm.data(), row, n_embd, hp_.rms_eps);
-    rms_norm(hidden + t * n_embd, M.hnorm.data(), row + n_embd, n_embd, hp_.rms_eps);
+    rms_norm(ws.kc.tier, row, M.enorm.data(), row, n_embd, hp_.rms_eps);
+    rms_norm(ws.kc.tier, hidden + t * n_embd, M.hnorm.data(), row + n_embd, n_embd, hp_.rms_eps);
   }
   float* x = sized(ws.x, T * n_embd);
   project(M.eh_proj, cat, 2 * n_embd, T, x, n_embd);
@@ -347,12 +355,12 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
   const int64_t conv_block = std::max<int64_t>(1, 256 / d) * d;
   pool_->parallel_for((conv_dim + conv_block - 1) / conv_block, [&](int64_t b, int) {
     const int64_t c0 = b * conv_block, nc = std::min(conv_block, conv_dim - c0);
-    conv1d_silu(mixed + c0, conv_dim, T, nc, K, L.ssm_conv1d.data() + c0 * K, conv_before + c0 * (K - 1),
+    conv1d_silu(ws.kc.tier, mixed + c0, conv_dim, T, nc, K, L.ssm_conv1d.data() + c0 * K, conv_before + c0 * (K - 1),
                 conv_out + c0, conv_dim);
     for (int64_t t = 0; t < T; ++t)
       for (int64_t c = c0; c + d <= c0 + nc && c < 2 * kdim; c += d) {
         float* p = conv_out + t * conv_dim + c;
-        l2_norm(p, p, d, hp_.rms_eps);
+        l2_norm(ws.kc.tier, p, p, d, hp_.rms_eps);
       }
   });
   for (size_t i = 0; i < rel_cuts.size(); ++i)
@@ -379,7 +387,7 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
   const int64_t sf = st.ssm_floats();
   const int64_t K_rb = static_cast<int64_t>(out.rollback_states.size());
   const bool chunked = opt.gdn == GdnAlgorithm::Chunked ||
-                       (opt.gdn == GdnAlgorithm::Auto && T > 1 && delta_rule_prefers_chunked(d));
+                       (opt.gdn == GdnAlgorithm::Auto && T > 1 && delta_rule_prefers_chunked(ws.kc.tier, d));
   // Tokens [tail, T) run per token so that each of their states is seen (the state after
   // token tail-1 is the oldest rollback slot), and at least the requested per-token tail.
   const int64_t tail_len = std::max<int64_t>(K_rb > 0 ? K_rb - 1 : 0, opt.per_token_tail);
@@ -405,8 +413,8 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
   auto gated_norm = [&](int64_t h, int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       float* oh = o + t * vdim + h * d;
-      rms_norm(oh, L.ssm_norm.data(), oh, d, hp_.rms_eps);
-      mul_silu(oh, z + t * vdim + h * d, d);
+      rms_norm(ws.kc.tier, oh, L.ssm_norm.data(), oh, d, hp_.rms_eps);
+      mul_silu(ws.kc.tier, oh, z + t * vdim + h * d, d);
     }
   };
   int64_t s = 0;
@@ -436,7 +444,7 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
         DeltaRuleInput one = part;
         one.h_begin = static_cast<int>(h);
         one.h_end = static_cast<int>(h) + 1;
-        delta_rule_recurrent(one, ssm);
+        delta_rule_recurrent(ws.kc.tier, one, ssm);
         gated_norm(h, s, e);
       });
     } else {
@@ -444,7 +452,7 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
         DeltaRuleInput one = in;
         one.h_begin = static_cast<int>(h);
         one.h_end = static_cast<int>(h) + 1;
-        delta_rule_chunked(one, ssm, ws.per_thread[thread]);
+        delta_rule_chunked(ws.kc.tier, one, ssm, ws.per_thread[thread]);
         gated_norm(h, s, e);
       });
       save_rollback(e, ssm);
@@ -528,7 +536,7 @@ void Qwen35Model::roll_back(SequenceState& st, const ForwardOutput& out, int64_t
       DeltaRuleInput one = in;
       one.h_begin = static_cast<int>(h);
       one.h_end = static_cast<int>(h) + 1;
-      delta_rule_recurrent(one, ssm);
+      delta_rule_recurrent(ws.kc.tier, one, ssm);
     });
   }
 }
@@ -553,11 +561,12 @@ void Qwen35Model::attention_layer(const Qwen35LayerWeights& L, float* kc, float*
     float* qrow = qg + t * qdim;
     for (int h = 0; h < nh; ++h) {
       float* qh = qrow + static_cast<int64_t>(h) * 2 * hd;
-      rms_norm(qh, L.attn_q_norm.data(), qh, hd, hp_.rms_eps);
+      rms_norm(ws.kc.tier, qh, L.attn_q_norm.data(), qh, hd, hp_.rms_eps);
       rope_apply(qh, 1, hd, hp_.n_rot, cs);
     }
     float* krow = k + t * kvd;
-    for (int h = 0; h < nkv; ++h) rms_norm(krow + h * hd, L.attn_k_norm.data(), krow + h * hd, hd, hp_.rms_eps);
+    for (int h = 0; h < nkv; ++h)
+      rms_norm(ws.kc.tier, krow + h * hd, L.attn_k_norm.data(), krow + h * hd, hd, hp_.rms_eps);
     rope_apply(krow, nkv, hd, hp_.n_rot, cs);
     std::memcpy(kc + (pos0 + t) * kvd, krow, kvd * sizeof(float));
     std::memcpy(vc + (pos0 + t) * kvd, v + t * kvd, kvd * sizeof(float));
@@ -584,10 +593,10 @@ void Qwen35Model::attention_layer(const Qwen35LayerWeights& L, float* kc, float*
         rows.n_kv[rows.n] = pos0 + t + 1;
         ++rows.n;
       }
-    attention_rows(rows, hd, 1.0f / std::sqrt(static_cast<float>(hd)), kc + static_cast<int64_t>(g) * hd,
+    attention_rows(ws.kc.tier, rows, hd, 1.0f / std::sqrt(static_cast<float>(hd)), kc + static_cast<int64_t>(g) * hd,
                    vc + static_cast<int64_t>(g) * hd, kvd, ws.per_thread[thread]);
     // The output gate of the task's rows.
-    for (int r = 0; r < rows.n; ++r) mul_sigmoid(rows.out[r], rows.q[r] + hd, hd);
+    for (int r = 0; r < rows.n; ++r) mul_sigmoid(ws.kc.tier, rows.out[r], rows.q[r] + hd, hd);
   });
   project(L.attn_output, o, nh * hd, T, sized(ws.m, T * n_embd), n_embd);
 }
@@ -617,7 +626,7 @@ void Qwen35Model::residual_norm(const float* m, const std::vector<float>& w, flo
     for (int64_t t = t0; t < t1; ++t) {
       if (m)
         for (int64_t i = t * n; i < (t + 1) * n; ++i) x[i] += m[i];
-      rms_norm(x + t * n, w.data(), out + t * n, n, hp_.rms_eps);
+      rms_norm(ws_->kc.tier, x + t * n, w.data(), out + t * n, n, hp_.rms_eps);
     }
   };
   constexpr int64_t kRows = 16;  // tokens per task: a long batch spreads over the pool

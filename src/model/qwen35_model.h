@@ -16,8 +16,9 @@
 #include "model/qwen35_hparams.h"
 #include "model/qwen35_weights.h"
 #include "model/sequence_state.h"
-#include "runtime/resource_governor.h"
+#include "runtime/cpu_features.h"
 #include "runtime/scratch.h"
+#include "runtime/resource_governor.h"
 #include "runtime/thread_pool.h"
 
 namespace tandem {
@@ -111,10 +112,23 @@ struct MtpState {
   size_t bytes() const { return (k.size() + v.size()) * sizeof(float); }
 };
 
+// How a model is loaded.
+struct LoadOptions {
+  int n_threads = 0;  // compute threads; <= 0: one per physical core
+  // The CPU tier of every kernel this model runs, picked once, here (lowered to what the machine
+  // has): which matrices are packed at load (kernels::matmul_uses_packed) and every kernel's path
+  // follow from it. Tools set it from --cpu-path, tests from the tier they test.
+  CpuTier tier = default_cpu_tier();
+  // false: no matrix gets its packed copy, every product runs on the ggml rows of this tier (a
+  // test compares the packed paths with the row kernels on one tier).
+  bool pack_matrices = true;
+};
+
 class Qwen35Model {
  public:
   // Opens, validates and binds a qwen35 GGUF. Throws GgufError with a clear message.
-  // n_threads <= 0: one compute thread per physical core.
+  static std::unique_ptr<Qwen35Model> load(const std::string& path, const LoadOptions& opt);
+  // The default tier (default_cpu_tier()); n_threads <= 0: one compute thread per physical core.
   static std::unique_ptr<Qwen35Model> load(const std::string& path, int n_threads = 0);
   ~Qwen35Model();
 
@@ -122,7 +136,10 @@ class Qwen35Model {
   const Qwen35Weights& weights() const { return w_; }
   const GgufFile& file() const { return *file_; }
   ThreadPool& pool() { return *pool_; }
-  // Bytes of the weights' packed copies (0 unless loaded on the AVX-512 VNNI or Amx tier).
+  // The kernel tier picked at load (LoadOptions::tier, lowered to the machine's).
+  CpuTier cpu_tier() const;
+  // Bytes of the weights' packed copies (0 on the scalar tier, and where the tier packs none of
+  // the file's types: kernels::matmul_uses_packed).
   size_t packed_weight_bytes() const { return packed_.bytes(); }
   // On the Amx tier, packed products of 1..4 tokens run on the vector units (default, faster)
   // or, with false, on the tiles; the logits are the same bits (benchmarks compare the two).
@@ -180,8 +197,8 @@ class Qwen35Model {
   void project(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy);
   void project_many(std::span<const kernels::MatmulTarget> targets, const float* X, int64_t ldx, int64_t T);
 
-  // Every matrix whose type the tier multiplies packed (kernels::matmul_uses_packed) gets its 16-row
-  // packed copy (kernels/weight_pack.h), multiplied on the tiles or the vector units.
+  // Every matrix whose type the model's tier multiplies packed (kernels::matmul_uses_packed) gets its
+  // 16-row packed copy (kernels/weight_pack.h), multiplied on the tiles or the vector units.
   void pack_for_matrix_path();
 
   std::unique_ptr<GgufFile> file_;

@@ -1,6 +1,5 @@
 #include "runtime/cpu_features.h"
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -74,11 +73,6 @@ CpuTier initial_tier() {
   return t;
 }
 
-std::atomic<int>& tier_slot() {
-  static std::atomic<int> slot{static_cast<int>(initial_tier())};
-  return slot;
-}
-
 }  // namespace
 
 CpuTier CpuFeatures::best_tier() const {
@@ -120,13 +114,14 @@ std::optional<CpuTier> cpu_tier_from_name(std::string_view n) {
   return std::nullopt;
 }
 
-CpuTier active_cpu_tier() { return static_cast<CpuTier>(tier_slot().load(std::memory_order_relaxed)); }
-
-CpuTier set_cpu_tier(CpuTier t) {
-  const CpuTier best = cpu_features().best_tier();
-  if (t > best) t = best;
-  tier_slot().store(static_cast<int>(t), std::memory_order_relaxed);
+CpuTier default_cpu_tier() {
+  static const CpuTier t = initial_tier();
   return t;
+}
+
+CpuTier clamp_to_machine(CpuTier t) {
+  const CpuTier best = cpu_features().best_tier();
+  return t > best ? best : t;
 }
 
 }  // namespace tandem

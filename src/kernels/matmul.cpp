@@ -58,20 +58,10 @@ bool simd_has_kernel(GgmlType t) {
 // Types with an AVX2 row kernel only (the legacy Q5_0, Q4_1, Q5_1): the AVX-512 tiers run it too.
 bool avx2_only_kernel(GgmlType t) { return t == GgmlType::Q5_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_1; }
 
-// Avx2: the AVX2 row kernels on the ggml-layout rows the scalar path also uses.
-// PackedVnni: packed Q4_0/Q8_0 (weight_pack.h) on AVX-512 VNNI without AMX: the 16-row
-// groups as VPDPBUSD operands for every T (amx::gemm_packed_vnni).
-// PackedQ4K / PackedQ6K: packed Q4_K or Q5_K / Q6_K on AVX-512 VNNI, any tier from Avx512Vnni
-// up (vnni::gemm_packed_q4_K and _q5_K, vnni::gemm_packed_q6_K).
-// Dequant: ActivationMode::Exact on a non-F32 weight: rows dequantized in small batches into
-// a per-thread buffer, then the tier's F32 kernel (f32_path) over float activations.
-// PackedAvx2: packed Q4_0 / Q6_K on the Avx2 tier (no AVX-512): the 16-row groups, 8 rows per
-// register, against the ggml-layout Q8_0 rows plus per-block terms (avx2::gemm_packed_q4_0) or the
-// Q8_K rows (avx2::gemm_packed_q6_K).
-// AmxKQuant: packed Q4_K / Q5_K / Q6_K on the Amx tier from kAmxKQuantMinCols tokens (prompts):
-// the same Q8_K activations (and, for Q4_K / Q5_K, mins operands) as the vector-unit paths, plus
-// their A tiles (amx::gemm_packed_kquant_tiles; the same bits as PackedQ4K / PackedQ6K).
-enum class Path { Scalar, Avx2, Avx512, PackedVnni, PackedQ4K, PackedQ6K, PackedAvx2, Amx, AmxKQuant, Dequant };
+using Path = MatmulPath;
+
+// Q4_K, Q5_K and Q6_K: packed for the vector units from Avx512Vnni up (and for the tiles on Amx).
+bool kquant_packed_kernel(GgmlType t) { return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K; }
 
 // Rows dequantized at a time on the Dequant path (a few KB per row: stays in L1/L2).
 constexpr int64_t kDequantRows = 16;
@@ -87,7 +77,6 @@ struct Prepared {
   const void* views = nullptr;    // avx512: per-column views
   uint8_t* panels = nullptr;      // amx: one weight panel per thread
   size_t panel_bytes = 0;
-  bool vector_units = false;      // amx, packed: T <= amx::kVnniMaxCols on VPDPBUSD; always for PackedVnni
   const int32_t* offsets = nullptr;  // PackedQ6K: T rows of n / 16 sub-block offsets; PackedQ4K: n / 64 mins operands;
                                      // PackedAvx2: n / 32 blocks × T tokens of terms −8·Σa
   const float* act_scales = nullptr;  // PackedAvx2: n / 32 blocks × T tokens of activation scales
@@ -95,31 +84,44 @@ struct Prepared {
   float* dequant = nullptr;       // Dequant: kDequantRows x n floats per thread
 };
 
-// packed: the weights have their tile-order copy (then AMX pays from one token on, and the
-// AVX-512 tier multiplies the interleaved groups instead of the ggml rows).
-Path choose_path(GgmlType t, CpuTier tier, int64_t T, bool packed) {
-  if ((T >= kAmxMinCols || packed) && tier >= CpuTier::Amx && amx_has_kernel(t)) return Path::Amx;
-  if (packed && tier >= CpuTier::Avx512Vnni && amx_has_kernel(t)) return Path::PackedVnni;
-  if (packed && tier >= CpuTier::Avx512Vnni && t == GgmlType::Q6_K) return Path::PackedQ6K;
-  if (packed && tier >= CpuTier::Avx512Vnni && (t == GgmlType::Q4_K || t == GgmlType::Q5_K)) return Path::PackedQ4K;
-  if (tier >= CpuTier::Avx512Vnni && simd_has_kernel(t)) return Path::Avx512;
-  if (packed && tier >= CpuTier::Avx2 && (t == GgmlType::Q4_0 || t == GgmlType::Q6_K)) return Path::PackedAvx2;
-  if (tier >= CpuTier::Avx2 && (simd_has_kernel(t) || avx2_only_kernel(t))) return Path::Avx2;
+// The decision itself (MatrixPlan::path): the kernel for T tokens of a `type` matrix on `tier`,
+// stored packed or not. A packed matrix takes a packed path wherever its tier has one for its
+// type (then for every T: plan_matrix's layout relies on it), else its rows' path.
+Path choose_path(GgmlType t, CpuTier tier, int64_t T, bool packed, bool few_tokens_on_vector_units) {
+  if (tier >= CpuTier::Amx) {
+    // Packed Q4_0/Q8_0: the tiles pay from one token on; 1..kVnniMaxCols tokens on the vector
+    // units (faster there, same bits) unless the context asks for the tiles.
+    if (packed && amx_has_kernel(t))
+      return few_tokens_on_vector_units && T <= amx::kVnniMaxCols ? Path::PackedVnni : Path::AmxPacked;
+    if (T >= kAmxMinCols && amx_has_kernel(t)) return Path::Amx;
+    // Prompts of a packed K-quant matrix go to the tiles.
+    if (packed && kquant_packed_kernel(t) && T >= kAmxKQuantMinCols) return Path::AmxKQuant;
+  }
+  if (tier >= CpuTier::Avx512Vnni) {
+    if (packed && amx_has_kernel(t)) return Path::PackedVnni;
+    if (packed && t == GgmlType::Q6_K) return Path::PackedQ6K;
+    if (packed && (t == GgmlType::Q4_K || t == GgmlType::Q5_K)) return Path::PackedQ4K;
+    if (simd_has_kernel(t)) return Path::Avx512;
+  }
+  if (tier >= CpuTier::Avx2) {
+    if (packed && (t == GgmlType::Q4_0 || t == GgmlType::Q6_K)) return Path::PackedAvx2;
+    if (simd_has_kernel(t) || avx2_only_kernel(t)) return Path::Avx2;
+  }
   return Path::Scalar;
 }
 
-Prepared prepare(GgmlType type, bool packed, int64_t n, const float* X, int64_t ldx, int64_t T,
+Prepared prepare(GgmlType type, WeightLayout stored, int64_t n, const float* X, int64_t ldx, int64_t T,
                  KernelContext& ctx) {
   Prepared p;
-  p.path = choose_path(type, ctx.tier, T, packed);
+  const MatrixPlan plan = plan_matrix(type, ctx.tier);
+  p.path = plan.path(T, stored, ctx.activations, ctx.packed_few_tokens_on_vector_units);
   p.type = type;
   p.n = n;
   p.T = T;
-  if (ctx.activations == ActivationMode::Exact && type != GgmlType::F32) {
+  if (p.path == Path::Dequant) {
     // The float activations as they are; each task dequantizes its rows (ggml layout, the
     // packed copy is not used) and runs them through the F32 kernel of this tier.
-    p.path = Path::Dequant;
-    p.f32_path = choose_path(GgmlType::F32, ctx.tier, T, false);
+    p.f32_path = plan_matrix(GgmlType::F32, ctx.tier).path(T, WeightLayout::Rows);
     const int threads = ctx.pool ? ctx.pool->size() : 1;
     p.dequant = ctx.dequant.get_as<float>(static_cast<size_t>(threads * kDequantRows * n));
     auto* views = ctx.ptrs.get_as<const float*>(static_cast<size_t>(T));
@@ -127,19 +129,18 @@ Prepared prepare(GgmlType type, bool packed, int64_t n, const float* X, int64_t 
     p.views = views;
     return p;
   }
-  if (p.path == Path::Amx || p.path == Path::PackedVnni) {
+  if (p.path == Path::Amx || p.path == Path::AmxPacked || p.path == Path::PackedVnni) {
     // Quantized into A tiles once (plus per-token code sums for the vector units); on the
     // tiles each task unpacks its panel of weight rows into its thread's slice and applies it
     // to every group of 16 tokens.
     const int threads = ctx.pool ? ctx.pool->size() : 1;
-    p.vector_units = p.path == Path::PackedVnni ||
-                     (packed && ctx.packed_few_tokens_on_vector_units && T <= amx::kVnniMaxCols);
-    const size_t act_bytes = (amx::q8_tiles_bytes(n, T) + (p.vector_units ? amx::vnni_sums_bytes(n, T) : 0) + 63) / 64 * 64;
-    p.panel_bytes = p.path == Path::Amx ? (amx::panel_bytes(n) + 63) / 64 * 64 : 0;
+    const bool vector_units = p.path == Path::PackedVnni;
+    const size_t act_bytes = (amx::q8_tiles_bytes(n, T) + (vector_units ? amx::vnni_sums_bytes(n, T) : 0) + 63) / 64 * 64;
+    p.panel_bytes = vector_units ? 0 : (amx::panel_bytes(n) + 63) / 64 * 64;
     auto* buf = static_cast<uint8_t*>(ctx.acts.get(act_bytes + p.panel_bytes * static_cast<size_t>(threads)));
     for_columns(T, ctx.pool, [&](int64_t t) {
       amx::pack_q8_tile_column(X + t * ldx, n, T, t, buf);
-      if (p.vector_units) amx::vnni_sums_column(type, n, T, t, buf);
+      if (vector_units) amx::vnni_sums_column(type, n, T, t, buf);
     });
     amx::pad_q8_tiles(n, T, buf);
     p.act = buf;
@@ -178,10 +179,6 @@ Prepared prepare(GgmlType type, bool packed, int64_t n, const float* X, int64_t 
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
     case GgmlType::Q6_K: {
-      // Prompts of a packed K-quant matrix go to the tiles on the Amx tier.
-      if ((p.path == Path::PackedQ4K || p.path == Path::PackedQ6K) && ctx.tier >= CpuTier::Amx &&
-          T >= kAmxKQuantMinCols)
-        p.path = Path::AmxKQuant;
       const size_t row = (row_bytes(GgmlType::Q8_K, n) + 63) / 64 * 64;
       // The packed Q6_K kernel also wants each token's sub-block offsets (n / 16 int32), the
       // packed Q4_K kernel its mins operands (n / 64 int32).
@@ -326,12 +323,13 @@ void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, 
     gemm(packed, n, 0, nr, static_cast<const BlockQ8_K* const*>(p.views), p.offsets, T, y, ldy);
     return;
   }
+  if (p.path == Path::AmxPacked) {
+    uint8_t* panel = p.panels + p.panel_bytes * static_cast<size_t>(thread);
+    amx::gemm_packed(W.type, packed, n, W.rows - r0, 0, nr, p.act, T, y, ldy, panel, /*vector_units=*/false);
+    return;
+  }
   if (p.path == Path::Amx) {
     uint8_t* panel = p.panels + p.panel_bytes * static_cast<size_t>(thread);
-    if (packed) {
-      amx::gemm_packed(W.type, packed, n, W.rows - r0, 0, nr, p.act, T, y, ldy, panel, p.vector_units);
-      return;
-    }
     auto* gemm = W.type == GgmlType::Q4_0 ? amx::gemm_q4_0 : amx::gemm_q8_0;
     gemm(w, W.row_stride, n, W.rows - r0, 0, nr, p.act, T, y, ldy, panel);
     return;
@@ -389,8 +387,8 @@ constexpr int64_t kMaxTaskRows = 1024;
 // slower again (fewer tasks to balance).
 constexpr int64_t kVectorUnitTaskRows = 256;
 int64_t rows_per_task(const Prepared& p, int64_t rows, ThreadPool* pool) {
-  if (p.path == Path::Amx || p.path == Path::PackedVnni) return p.vector_units ? kVectorUnitTaskRows : amx::kPanelRows;
-  if (p.path == Path::AmxKQuant) return amx::kPanelRows;
+  if (p.path == Path::PackedVnni) return kVectorUnitTaskRows;
+  if (p.path == Path::Amx || p.path == Path::AmxPacked || p.path == Path::AmxKQuant) return amx::kPanelRows;
   // Packed on AVX2: a few tokens stream their rows (as the vector units above); a prompt's tasks
   // are long anyway, and smaller ones balance the two threads.
   if (p.path == Path::PackedAvx2) return p.T <= 4 ? kVectorUnitTaskRows : 64;
@@ -411,20 +409,59 @@ void for_tasks(int64_t rows, int64_t per, ThreadPool* pool, F&& fn) {
 
 }  // namespace
 
-KernelContext::KernelContext(CpuTier t) : tier(clamp_to_machine(t)) {}
-
-bool matmul_has_fast_kernel(GgmlType t, CpuTier tier) {
-  // AVX-512 VNNI and AVX2 have row kernels for the same types; the legacy ones run AVX2's on both.
-  return tier >= CpuTier::Avx2 && (simd_has_kernel(t) || avx2_only_kernel(t));
+const char* matmul_path_name(MatmulPath p) {
+  switch (p) {
+    case Path::Scalar: return "scalar";
+    case Path::Avx2: return "avx2";
+    case Path::Avx512: return "avx512";
+    case Path::PackedVnni: return "packed-vnni";
+    case Path::PackedQ4K: return "packed-q4k";
+    case Path::PackedQ6K: return "packed-q6k";
+    case Path::PackedAvx2: return "packed-avx2";
+    case Path::Amx: return "amx";
+    case Path::AmxPacked: return "amx-packed";
+    case Path::AmxKQuant: return "amx-kquant";
+    case Path::Dequant: return "dequant";
+  }
+  return "?";
 }
 
-bool matmul_uses_packed(GgmlType t, CpuTier tier) {
-  if (tier >= CpuTier::Avx512Vnni) return packable(t);
-  return tier >= CpuTier::Avx2 && (t == GgmlType::Q4_0 || t == GgmlType::Q6_K);
+bool reads_packed(MatmulPath p) {
+  switch (p) {
+    case Path::PackedVnni: case Path::PackedQ4K: case Path::PackedQ6K: case Path::PackedAvx2:
+    case Path::AmxPacked: case Path::AmxKQuant:
+      return true;
+    default:
+      return false;
+  }
+}
+
+MatmulPath MatrixPlan::path(int64_t T, WeightLayout stored, ActivationMode activations,
+                            bool few_tokens_on_vector_units) const {
+  if (activations == ActivationMode::Exact && type != GgmlType::F32) return Path::Dequant;
+  return choose_path(type, tier, T, stored == WeightLayout::Packed, few_tokens_on_vector_units);
+}
+
+MatrixPlan plan_matrix(GgmlType type, CpuTier tier) {
+  MatrixPlan plan;
+  plan.type = type;
+  plan.tier = tier;
+  // Packed where a packed matrix would be multiplied packed: choose_path gives a packed matrix a
+  // packed path for every T or for none, so one token decides (matmul_test's
+  // PlanMatrix.LayoutAgreesWithEveryPath checks every T, both settings of the vector-unit switch).
+  plan.layout = packable(type) && reads_packed(plan.path(1, WeightLayout::Packed)) ? WeightLayout::Packed
+                                                                                     : WeightLayout::Rows;
+  return plan;
+}
+
+KernelContext::KernelContext(CpuTier t) : tier(clamp_to_machine(t)) {}
+
+MatmulPath matmul_path(const WeightMatrix& W, int64_t T, const KernelContext& ctx) {
+  return plan_matrix(W.type, ctx.tier).path(T, W.layout(), ctx.activations, ctx.packed_few_tokens_on_vector_units);
 }
 
 void matmul(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy, KernelContext& ctx) {
-  const Prepared p = prepare(W.type, W.packed != nullptr, W.cols, X, ldx, T, ctx);
+  const Prepared p = prepare(W.type, W.layout(), W.cols, X, ldx, T, ctx);
   for_tasks(W.rows, rows_per_task(p, W.rows, ctx.pool), ctx.pool,
             [&](int64_t r0, int64_t r1, int thread) { run_rows(p, W, r0, r1, Y + r0, ldy, thread); });
 }
@@ -435,12 +472,12 @@ void matmul_multi(std::span<const MatmulTarget> targets, const float* X, int64_t
   const WeightMatrix& W0 = *targets[0].W;
   bool same = targets.size() <= kMaxTargets;
   for (const MatmulTarget& t : targets)
-    same = same && t.W->type == W0.type && t.W->cols == W0.cols && (t.W->packed != nullptr) == (W0.packed != nullptr);
+    same = same && t.W->type == W0.type && t.W->cols == W0.cols && t.W->layout() == W0.layout();
   if (!same) {
     for (const MatmulTarget& t : targets) matmul(*t.W, X, ldx, T, t.Y, t.ldy, ctx);
     return;
   }
-  const Prepared p = prepare(W0.type, W0.packed != nullptr, W0.cols, X, ldx, T, ctx);
+  const Prepared p = prepare(W0.type, W0.layout(), W0.cols, X, ldx, T, ctx);
   int64_t per[kMaxTargets], first[kMaxTargets + 1];
   first[0] = 0;
   for (size_t i = 0; i < targets.size(); ++i) {
@@ -473,7 +510,8 @@ void matmul_swiglu(const WeightMatrix& Wg, const WeightMatrix& Wu, const float* 
     for (int64_t t = 0; t < T; ++t) silu_mul(ctx.tier, g + t * Wg.rows, u + t * Wg.rows, Y + t * ldy, Wg.rows);
     return;
   }
-  const Prepared p = prepare(Wg.type, Wg.packed && Wu.packed, Wg.cols, X, ldx, T, ctx);
+  const WeightLayout both = Wg.packed && Wu.packed ? WeightLayout::Packed : WeightLayout::Rows;
+  const Prepared p = prepare(Wg.type, both, Wg.cols, X, ldx, T, ctx);
   const int64_t per = rows_per_task(p, Wg.rows, ctx.pool);
   // Per-thread tiles of T x per floats for the two products of one row range: they stay
   // in cache and are combined straight into Y.

@@ -6,7 +6,12 @@
 // converted to the weight's vec_dot_type, exactly as ggml-cpu does, so every tier
 // computes the same integer block sums (only float accumulation order differs).
 //
-// Paths (chosen per call from the context's CPU tier, fixed when the model is loaded, and the weight type):
+// Where each product runs is decided in one place, plan_matrix (below), per matrix, from its
+// weight type and the model's CPU tier — a tier held by the KernelContext, fixed when the model
+// is loaded. At load the plan gives the matrix's layout (whether the loader also stores its
+// 16-row packed groups, weight_pack.h); per call, with the token count T, the path (MatmulPath).
+// Load and call ask the same function, so a matrix is packed exactly where a path reads the
+// packed groups. The paths:
 //  * T = 1 .. 8: every weight row is unpacked once and applied to all T columns
 //    (decode GEMV and the column-shared product for speculative verification);
 //  * T > 8: the same row kernels over groups of 8 columns, rows split in tasks small
@@ -39,19 +44,26 @@
 
 namespace tandem::kernels {
 
+// How a weight matrix is held for the products.
+//  Rows: its ggml rows only (the mapped file).
+//  Packed: also its 16-row interleaved groups (weight_pack.h: Q4_0 / Q8_0 in AMX tile order,
+//    Q4_K / Q5_K / Q6_K in their own interleaves), which the AMX tiles and the AVX-512 VNNI and
+//    AVX2 vector units multiply; written at load where plan_matrix says so.
+enum class WeightLayout { Rows, Packed };
+
 struct WeightMatrix {
   GgmlType type = GgmlType::F32;
   int64_t cols = 0;  // ne[0], the contiguous (input) dimension
   int64_t rows = 0;  // ne[1], the output dimension
   const uint8_t* data = nullptr;
   size_t row_stride = 0;  // bytes per row
-  // The same rows as 16-row packed groups (weight_pack.h: Q4_0 / Q8_0 in AMX tile order, Q4_K /
-  // Q5_K / Q6_K in their own interleaves), or null. Set at model load where matmul_uses_packed(type)
-  // holds (AVX-512 VNNI and AMX; Q4_0 / Q6_K on AVX2); matmul then multiplies the 16-row groups
-  // (tiles or vector units).
+  // The same rows as 16-row packed groups (weight_pack.h), or null. Set at model load where
+  // plan_matrix(type, tier).layout is Packed (every packable type from AVX-512 VNNI up; Q4_0 and
+  // Q6_K on AVX2); matmul then multiplies the 16-row groups (tiles or vector units).
   const uint8_t* packed = nullptr;
 
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_stride; }
+  WeightLayout layout() const { return packed ? WeightLayout::Packed : WeightLayout::Rows; }
 };
 
 // How activations meet a non-F32 weight.
@@ -61,6 +73,47 @@ struct WeightMatrix {
 //  Exact: the weight rows are dequantized to float and the float activations are used as
 //    they are (the README's "ref A": what quantized weights alone do to the numbers).
 enum class ActivationMode { Converted, Exact };
+
+// The kernels a product runs on (see the list at the top).
+//  Scalar: the scalar reference (vec_dot_ref) on the ggml rows.
+//  Avx2 / Avx512: the AVX2 / AVX-512 row kernels on the ggml rows (matmul_avx2.h, matmul_avx512.h).
+//  PackedVnni: packed Q4_0/Q8_0 as VPDPBUSD operands for every T (amx::gemm_packed_vnni): the
+//    Avx512Vnni tier, and the Amx tier's 1..amx::kVnniMaxCols tokens.
+//  PackedQ4K / PackedQ6K: packed Q4_K or Q5_K / Q6_K on AVX-512 VNNI, any tier from Avx512Vnni
+//    up (vnni::gemm_packed_q4_K and _q5_K, vnni::gemm_packed_q6_K).
+//  PackedAvx2: packed Q4_0 / Q6_K on the Avx2 tier (no AVX-512): the 16-row groups, 8 rows per
+//    register, against the ggml-layout Q8_0 rows plus per-block terms (avx2::gemm_packed_q4_0) or
+//    the Q8_K rows (avx2::gemm_packed_q6_K).
+//  Amx: Q4_0 / Q8_0 ggml rows gathered per call into tiles, from amx::kTileCols tokens (prefill).
+//  AmxPacked: packed Q4_0 / Q8_0 on the tiles (amx::gemm_packed).
+//  AmxKQuant: packed Q4_K / Q5_K / Q6_K on the Amx tier from 24 tokens (prompts): the same Q8_K
+//    activations (and, for Q4_K / Q5_K, mins operands) as the vector-unit paths, plus their A
+//    tiles (amx::gemm_packed_kquant_tiles; the same bits as PackedQ4K / PackedQ6K).
+//  Dequant: ActivationMode::Exact on a non-F32 weight: rows dequantized in small batches into a
+//    per-thread buffer, then the tier's F32 kernel over the float activations.
+enum class MatmulPath {
+  Scalar, Avx2, Avx512, PackedVnni, PackedQ4K, PackedQ6K, PackedAvx2, Amx, AmxPacked, AmxKQuant, Dequant
+};
+const char* matmul_path_name(MatmulPath p);
+// Whether the path reads the matrix's packed groups (WeightMatrix::packed) rather than its rows.
+bool reads_packed(MatmulPath p);
+
+// What the kernels do with a matrix of one weight type on one tier: the single decision point
+// of the matmul dispatch. `layout` is what the loader stores (Packed: the type has a packed path
+// on this tier); path() is the kernel of a product of T tokens on the matrix as it is stored.
+// layout is derived from path(), so load and call cannot disagree: where layout is Packed every
+// path(T, Packed, ...) reads the packed groups, and where it is Rows the packed copy (which a test
+// may still make) would be ignored.
+struct MatrixPlan {
+  GgmlType type = GgmlType::F32;
+  CpuTier tier = CpuTier::Scalar;
+  WeightLayout layout = WeightLayout::Rows;
+  // stored: the matrix's WeightLayout (a matrix built by hand may be left in rows where the plan
+  // packs). few_tokens_on_vector_units: KernelContext::packed_few_tokens_on_vector_units.
+  MatmulPath path(int64_t T, WeightLayout stored, ActivationMode activations = ActivationMode::Converted,
+                  bool few_tokens_on_vector_units = true) const;
+};
+MatrixPlan plan_matrix(GgmlType type, CpuTier tier);
 
 // Threads and buffers the kernels use (one per model; not shared between concurrent calls),
 // and the CPU tier they run on, fixed at construction (clamped to what the machine has).
@@ -102,10 +155,8 @@ void matmul_swiglu(const WeightMatrix& Wg, const WeightMatrix& Wu, const float* 
 // The plain scalar reference of matmul (one vec_dot_ref per output), for tests.
 void matmul_ref(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy);
 
-// Whether the tier has a SIMD kernel for this weight type (for benchmarks/reports).
-bool matmul_has_fast_kernel(GgmlType t, CpuTier tier);
-// Whether the tier multiplies packed weights of this type (weight_pack.h): every packable
-// type from AVX-512 VNNI up, Q4_0 and Q6_K on AVX2 (matmul_packed_avx2.h). The model packs only these at load.
-bool matmul_uses_packed(GgmlType t, CpuTier tier);
+// The path matmul(W, ..., T, ..., ctx) takes: plan_matrix(W.type, ctx.tier).path(T, W.layout(), ...)
+// with ctx's options (for tests and benchmark labels).
+MatmulPath matmul_path(const WeightMatrix& W, int64_t T, const KernelContext& ctx);
 
 }  // namespace tandem::kernels

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gguf/quants.h"
@@ -234,7 +235,7 @@ TEST_P(MatmulTest, PackedAvx2EqualsRowKernelBitForBit) {
   std::mt19937 rng(static_cast<uint32_t>(c.cols * 13 + 7));
   std::normal_distribution<float> nd(0.0f, 1.0f);
   ThreadPool pool(2);
-  ASSERT_TRUE(matmul_uses_packed(GgmlType::Q4_0, CpuTier::Avx2));
+  ASSERT_EQ(plan_matrix(GgmlType::Q4_0, CpuTier::Avx2).layout, WeightLayout::Packed);
   for (int64_t rows : {13, 37, 300}) {
     RandomWeights rw(c.type, c.cols, rows, rng, 1.0f);
     ASSERT_TRUE(rw.can_pack);
@@ -319,6 +320,51 @@ TEST_P(MatmulTest, MultiEqualsSeparateProductsBitForBit) {
         }
     }
   }
+}
+
+constexpr GgmlType kAllTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
+                                   GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q4_K,
+                                   GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_K};
+constexpr CpuTier kAllTiers[] = {CpuTier::Scalar, CpuTier::Avx2, CpuTier::Avx512Vnni, CpuTier::Amx};
+
+// Which matrices a model packs at load, per tier: every packable type from AVX-512 VNNI up (the
+// tiles and the vector units), Q4_0 and Q6_K on AVX2 (matmul_packed_avx2.h), none on the scalar
+// tier. (A plan, not a product: every tier is checked on any machine.)
+TEST(PlanMatrix, PacksTheTypesEachTierMultipliesPacked) {
+  for (GgmlType type : kAllTypes)
+    for (CpuTier tier : kAllTiers) {
+      const bool want = tier >= CpuTier::Avx512Vnni ? packable(type)
+                        : tier == CpuTier::Avx2      ? type == GgmlType::Q4_0 || type == GgmlType::Q6_K
+                                                     : false;
+      EXPECT_EQ(plan_matrix(type, tier).layout == WeightLayout::Packed, want)
+          << ggml_type_name(type) << " on " << cpu_tier_name(tier);
+    }
+}
+
+// The layout is decided from a one-token product; every product must agree with it, or a loaded
+// matrix would lack the copy its path reads (or carry one nobody reads): where the plan packs,
+// every T and both settings of the vector-unit switch read the packed groups; where it keeps the
+// rows, a packed copy changes no path; a matrix left in rows never takes a packed path; Exact
+// activations dequantize every non-F32 matrix.
+TEST(PlanMatrix, LayoutAgreesWithEveryPath) {
+  for (GgmlType type : kAllTypes)
+    for (CpuTier tier : kAllTiers) {
+      const MatrixPlan plan = plan_matrix(type, tier);
+      for (int64_t T = 1; T <= 64; ++T)
+        for (bool vector_units : {true, false}) {
+          const MatmulPath packed = plan.path(T, WeightLayout::Packed, ActivationMode::Converted, vector_units);
+          const MatmulPath rows = plan.path(T, WeightLayout::Rows, ActivationMode::Converted, vector_units);
+          const std::string where = std::string(ggml_type_name(type)) + " on " + cpu_tier_name(tier) +
+                                    " T=" + std::to_string(T) + " paths " + matmul_path_name(packed) + " / " +
+                                    matmul_path_name(rows);
+          if (plan.layout == WeightLayout::Packed) EXPECT_TRUE(reads_packed(packed)) << where;
+          else EXPECT_EQ(packed, rows) << where;
+          EXPECT_FALSE(reads_packed(rows)) << where;
+          if (type != GgmlType::F32)
+            for (WeightLayout stored : {WeightLayout::Rows, WeightLayout::Packed})
+              EXPECT_EQ(plan.path(T, stored, ActivationMode::Exact, vector_units), MatmulPath::Dequant) << where;
+        }
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -1,9 +1,9 @@
 // Weight matrices rearranged once, at load, into groups of 16 rows interleaved for the
-// kernels ("packed", WeightMatrix::packed): one layout per type, which
+// kernels ("packed"; WeightMatrix::packed, WeightLayout::Packed): one layout per type, which
 // every tier that multiplies packed weights of that type reads. Q4_0 / Q8_0 are in the AMX
 // "B tile" order (the tiles, and AVX-512 VNNI's and AVX2's vector units), Q4_K / Q5_K / Q6_K in
 // the same 16-row interleave for the vector units (and the tiles, with their scales folded in).
-// Which matrices are packed is decided per type and tier by kernels::matmul_uses_packed (matmul.h).
+// Which matrices are packed is decided per type and tier by kernels::plan_matrix (matmul.h).
 //
 // Why: an AMX tile product wants the weights of 16 output rows interleaved four bytes at a
 // time (B[k/4][o*4 + k%4]). Rearranging the mmap'd ggml blocks on every call costs a gather
@@ -94,10 +94,10 @@ size_t packed_bytes(GgmlType t, int64_t rows, int64_t n);
 // (packed_bytes, 64-byte aligned). Plain C++: callable on any CPU.
 void pack_weights(GgmlType t, const uint8_t* w, size_t stride, int64_t rows, int64_t n, uint8_t* out);
 
-// Owner of the packed copies of a model's matrices. pack() fills W.packed (matmul then
-// takes the AMX path for every T on the Amx tier, the packed K-quant kernels from the
-// Avx512Vnni tier up, or the packed Q4_0 / Q6_K kernels on AVX2); the ggml rows stay where they are for the other tiers and for row
-// lookups (tied embeddings).
+// Owner of the packed copies of a model's matrices. pack() fills W.packed, and matmul then
+// takes the packed path plan_matrix gives for it (the AMX tiles or the vector units); the ggml
+// rows stay where they are for row lookups (tied embeddings) and ActivationMode::Exact. The
+// loader packs the matrices whose plan_matrix(type, tier).layout is WeightLayout::Packed.
 class PackedWeights {
  public:
   // Packs W when its type has a packed form and it is not packed yet; returns whether it did.

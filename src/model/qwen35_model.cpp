@@ -105,7 +105,7 @@ std::unique_ptr<Qwen35Model> Qwen35Model::load(const std::string& path, const Lo
   m->hp_ = Qwen35HParams::from_gguf(*m->file_);
   m->w_ = Qwen35Weights::load(*m->file_, m->hp_);
   m->ws_ = std::make_unique<Workspace>(opt.tier);  // the kernel tier, fixed for the model's life
-  if (opt.pack_matrices) m->pack_for_matrix_path();  // the matrices the tier multiplies packed (kernels::matmul_uses_packed)
+  if (opt.pack_matrices) m->pack_for_matrix_path();  // the matrices the tier multiplies packed (kernels::plan_matrix)
   m->pool_ = std::make_unique<ThreadPool>(opt.n_threads);
   m->governor_ = std::make_unique<CpuResourceGovernor>(*m->pool_);
   m->ws_->kc.pool = m->pool_.get();
@@ -125,7 +125,7 @@ void Qwen35Model::pack_for_matrix_path() {
   // After packing, the ggml rows of a matrix are only read by ActivationMode::Exact: their pages
   // leave the resident set (the file stays the backing store), so the model is not held twice.
   auto pack = [&](WeightMatrix& W, bool keep_rows) {
-    if (W.data && matmul_uses_packed(W.type, ws_->kc.tier) && packed_.pack(W) && !keep_rows)
+    if (W.data && plan_matrix(W.type, ws_->kc.tier).layout == WeightLayout::Packed && packed_.pack(W) && !keep_rows)
       file_->release_pages(W.data, W.row_stride * static_cast<size_t>(W.rows));
   };
   auto layer = [&](Qwen35LayerWeights& L) {

@@ -116,8 +116,8 @@ struct MtpState {
 struct LoadOptions {
   int n_threads = 0;  // compute threads; <= 0: one per physical core
   // The CPU tier of every kernel this model runs, picked once, here (lowered to what the machine
-  // has): which matrices are packed at load (kernels::matmul_uses_packed) and every kernel's path
-  // follow from it. Tools set it from --cpu-path, tests from the tier they test.
+  // has): which matrices are packed at load and every product's path follow from it
+  // (kernels::plan_matrix). Tools set it from --cpu-path, tests from the tier they test.
   CpuTier tier = default_cpu_tier();
   // false: no matrix gets its packed copy, every product runs on the ggml rows of this tier (a
   // test compares the packed paths with the row kernels on one tier).
@@ -139,7 +139,7 @@ class Qwen35Model {
   // The kernel tier picked at load (LoadOptions::tier, lowered to the machine's).
   CpuTier cpu_tier() const;
   // Bytes of the weights' packed copies (0 on the scalar tier, and where the tier packs none of
-  // the file's types: kernels::matmul_uses_packed).
+  // the file's types: kernels::plan_matrix).
   size_t packed_weight_bytes() const { return packed_.bytes(); }
   // On the Amx tier, packed products of 1..4 tokens run on the vector units (default, faster)
   // or, with false, on the tiles; the logits are the same bits (benchmarks compare the two).
@@ -197,8 +197,8 @@ class Qwen35Model {
   void project(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy);
   void project_many(std::span<const kernels::MatmulTarget> targets, const float* X, int64_t ldx, int64_t T);
 
-  // Every matrix whose type the model's tier multiplies packed (kernels::matmul_uses_packed) gets its
-  // 16-row packed copy (kernels/weight_pack.h), multiplied on the tiles or the vector units.
+  // Every matrix whose plan on the model's tier (kernels::plan_matrix) is WeightLayout::Packed gets
+  // its 16-row packed copy (kernels/weight_pack.h), multiplied on the tiles or the vector units.
   void pack_for_matrix_path();
 
   std::unique_ptr<GgufFile> file_;

@@ -39,6 +39,7 @@
 #include "model/draft_vocab.h"
 #include "model/qwen35_model.h"
 #include "runtime/cpu_features.h"
+#include "serve/model_backend.h"
 #include "serve/speculator.h"
 
 namespace {
@@ -341,18 +342,20 @@ int main(int argc, char** argv) {
 
     // 3. A draft step over the trimmed head vs the full head.
     if (on('3')) {
-      auto st = m.new_sequence(n_ctx);
-      st->copy_from(*base);
       SpecConfig cfg;
       cfg.draft_max = K;
-      Speculator spec(m, *st, cfg);
-      spec.observe_pass(0, prompt, pre);
+      ModelBackend mb(m, n_ctx);
+      mb.load_state(*base);
+      mb.start_speculation(cfg);
+      mb.drafter()->observe_pass(0, prompt, pre);
+      Speculator spec(mb, cfg);
       spec.draft(first, 0);  // replays the prompt through the MTP head (not timed)
       auto run = [&](bool trimmed) {
         return [&, trimmed]() {
           SpecConfig c = cfg;
           c.trimmed_head = trimmed;
           spec.set_config(c);
+          mb.start_speculation(c);
           const auto t0 = Clock::now();
           spec.draft(first, K);
           return ms_since(t0) / K;
@@ -362,12 +365,12 @@ int main(int argc, char** argv) {
       run(false)();
       const auto t = side_by_side(reps * 3, {run(false), run(true)});
       const size_t block = mtp_block_bytes(m);
-      spec.set_config(cfg);
-      const size_t trimmed_head = bytes(spec.draft_head());
+      mb.start_speculation(cfg);
+      const size_t trimmed_head = bytes(mb.drafter()->draft_head());
       SpecConfig full_cfg = cfg;
       full_cfg.trimmed_head = false;
-      spec.set_config(full_cfg);
-      const size_t full_head = bytes(spec.draft_head());
+      mb.start_speculation(full_cfg);
+      const size_t full_head = bytes(mb.drafter()->draft_head());
       std::printf("\n3. one draft step (MTP block + output matrix; median of %d)\n", reps * 3);
       std::printf("   full head    (%6lld rows) %8.2f ms   reads %7.1f MiB (head %7.1f MiB)\n",
                   static_cast<long long>(hp.n_vocab), t[0], (block + full_head) / 1048576.0, full_head / 1048576.0);
@@ -408,13 +411,16 @@ int main(int argc, char** argv) {
       };
       const std::vector<double> rates = {0.0, 0.5, 0.82, 1.0};
       std::vector<double> measured(rates.size(), 0);
+      ModelBackend mb(m, n_ctx);
       auto spec_run = [&](size_t ri) {
         return [&, ri]() {
-          st->copy_from(*base);
           SpecConfig cfg;
           cfg.draft_max = K;
-          Speculator spec(m, *st, cfg);
-          spec.observe_pass(0, prompt, pre);
+          mb.stop_speculation();  // a fresh MTP head per round
+          mb.load_state(*base);
+          mb.start_speculation(cfg);
+          mb.drafter()->observe_pass(0, prompt, pre);
+          Speculator spec(mb, cfg);
           spec.draft(first, 0);  // the MTP head over the prompt: part of the prefill, not timed
           spec.reset_counters();
           // Error diffusion: after each step, accepted/proposed stays within one draft of the rate.

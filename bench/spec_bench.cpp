@@ -243,28 +243,33 @@ int main(int argc, char** argv) {
       st->copy_from(*base);
       constexpr int kInner = 4;  // passes per sample (state restored between, outside the timing)
       enum Kind { Decode, Replay, Copy, PerColumn };
-      auto options = [&](Kind kind, int64_t T) {
+      // The pass as serve::ModelBackend::verify runs it: a replay log (forward_logged) or, for
+      // Copy, a state copy after every row; a plain one-token step for Decode.
+      auto pass = [&](Kind kind, std::span<const int32_t> toks, ForwardOutput& out) {
+        if (kind == Decode) return m.forward(*st, toks, ForwardOptions{}, out);
+        if (kind != Copy) {
+          LoggedPassOptions lo;
+          lo.hidden = true;
+          lo.column_shared = kind != PerColumn;
+          return m.forward_logged(*st, toks, lo, out);
+        }
         ForwardOptions opt;
-        if (kind == Decode) return opt;
         opt.logits = LogitsMode::All;
         opt.hidden = true;
         opt.gdn = GdnAlgorithm::Recurrent;
-        opt.rollback_states = static_cast<int>(T);
+        opt.rollback_states = static_cast<int>(toks.size());
         opt.rollback_live = false;
-        opt.rollback_mode = kind == Copy ? RollbackMode::Snapshots : RollbackMode::Replay;
-        opt.column_shared = kind != PerColumn;
-        return opt;
+        m.forward(*st, toks, opt, out);
       };
       auto run = [&](Kind kind) {
         return [&, kind]() {
           const std::span<const int32_t> toks(batch.data(), kind == Decode ? 1 : batch.size());
           ForwardOutput& out = outs[kind];
-          const ForwardOptions opt = options(kind, static_cast<int64_t>(toks.size()));
           double ms = 0;
           for (int i = 0; i < kInner; ++i) {
             st->restore(cp);
             const auto t0 = Clock::now();
-            m.forward(*st, toks, opt, out);
+            pass(kind, toks, out);
             ms += ms_since(t0);
           }
           return ms / kInner;
@@ -274,12 +279,11 @@ int main(int argc, char** argv) {
       auto rollback = [&](Kind kind) {
         return [&, kind]() {
           ForwardOutput& out = outs[kind];
-          const ForwardOptions opt = options(kind, static_cast<int64_t>(batch.size()));
           const int64_t to = prompt_len + 2;
           double ms = 0;
           for (int i = 0; i < kInner; ++i) {
             st->restore(cp);
-            m.forward(*st, batch, opt, out);
+            pass(kind, batch, out);
             const auto t0 = Clock::now();
             if (kind == Replay) {
               m.roll_back(*st, out, to);

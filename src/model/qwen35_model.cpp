@@ -15,6 +15,7 @@
 #include "kernels/norms.h"
 #include "kernels/rope.h"
 #include "kernels/stream_copy.h"
+#include "model/rollback_aware_prefill.h"
 
 namespace tandem {
 
@@ -22,6 +23,20 @@ using namespace kernels;
 
 // Activation buffers of one forward pass, sized for the largest batch seen so far
 // (grow-only: a steady stream of same-sized batches allocates nothing).
+// One pass's shape, validated and decided once: which states it hands back and how its tokens
+// split between the chunked and the per-token delta rule (rollback-aware prefill). The vectors
+// live in the workspace's instance: no allocation per pass once they have grown.
+struct Qwen35Model::PassShape {
+  LogitsMode logits = LogitsMode::Last;
+  bool hidden = false;
+  bool column_shared = true;
+  bool replay_log = false;       // forward_logged: the layers log their inputs, no state copies
+  int64_t rollback_slots = 0;    // snapshot slots kept: min(K, T)
+  bool rollback_live = true;
+  std::vector<int64_t> rel_cuts; // cut positions relative to the pass start, in (0, T]
+  std::vector<DeltaRuleSegment> segments;
+};
+
 struct Qwen35Model::Workspace {
   std::vector<float> x, cur, m;       // residual stream, normed input, mixer output: T x n_embd
   std::vector<float> mixed, conv_out; // T x conv_dim
@@ -31,10 +46,10 @@ struct Qwen35Model::Workspace {
   std::vector<float> ff_act;          // silu(gate) * up: T x n_ff
   std::vector<float> conv_tmp;
   std::vector<float> rope_cs;
-  std::vector<int64_t> ends;         // segment ends of the delta rule
+  std::unique_ptr<PassShape> shape;  // the running pass's shape (its vectors reused)
   std::vector<float*> snapshot_to;   // per token of a per-token segment: its rollback slot or null
   std::vector<float> cat;            // MTP: [normed embedding ; normed hidden], T x 2*n_embd
-  explicit Workspace(CpuTier tier) : kc(tier) {}
+  explicit Workspace(CpuTier tier) : shape(std::make_unique<PassShape>()), kc(tier) {}
   KernelContext kc;                   // the model's kernel tier, matmul threads and converted activations
   bool column_shared = true;          // ForwardOptions::column_shared of the running pass
   std::unique_ptr<ScratchBuffer[]> per_thread;  // delta-rule chunks, attention scores
@@ -220,13 +235,9 @@ void Qwen35Model::mtp_forward(MtpState& st, std::span<const int32_t> tokens, con
   project(H, hn + first * n_embd, n_embd, T - first, out.logits.data(), H.rows);
 }
 
-void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, const ForwardOptions& opt,
-                          ForwardOutput& out) {
-  std::lock_guard<std::mutex> lock(mu_);
+void Qwen35Model::validate_batch(const SequenceState& st, std::span<const int32_t> tokens) const {
   const int64_t T = static_cast<int64_t>(tokens.size());
-  const int64_t n_embd = hp_.n_embd;
   const int64_t pos0 = st.n_past();
-  // Validate everything before touching the state.
   if (T == 0) throw std::invalid_argument("forward: empty batch");
   if (pos0 + T > st.n_ctx())
     throw std::length_error("forward: " + std::to_string(pos0) + " cached + " + std::to_string(T) +
@@ -236,32 +247,75 @@ void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, co
       throw std::invalid_argument("forward: token id " + std::to_string(tokens[t]) + " at index " +
                                   std::to_string(t) + " outside the vocabulary [0, " + std::to_string(hp_.n_vocab) +
                                   ")");
-  std::vector<int64_t> rel_cuts;
+}
+
+void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, const ForwardOptions& opt,
+                          ForwardOutput& out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Validate everything before touching the state.
+  validate_batch(st, tokens);
+  const int64_t T = static_cast<int64_t>(tokens.size());
+  const int64_t pos0 = st.n_past();
+  PassShape& sh = *ws_->shape;
+  sh.rel_cuts.clear();
   for (int64_t p : opt.cuts) {
     if (p <= pos0 || p > pos0 + T)
       throw std::invalid_argument("forward: cut position " + std::to_string(p) + " outside (" +
                                   std::to_string(pos0) + ", " + std::to_string(pos0 + T) + "]");
-    if (!rel_cuts.empty() && p - pos0 <= rel_cuts.back())
+    if (!sh.rel_cuts.empty() && p - pos0 <= sh.rel_cuts.back())
       throw std::invalid_argument("forward: cut positions must be strictly increasing");
-    rel_cuts.push_back(p - pos0);
+    sh.rel_cuts.push_back(p - pos0);
   }
   if (opt.rollback_states < 0) throw std::invalid_argument("forward: rollback_states must be >= 0");
   if (opt.per_token_tail < 0) throw std::invalid_argument("forward: per_token_tail must be >= 0");
-  const bool replay = opt.keeps_replay_log();
-  if (replay && (opt.rollback_states != T || !opt.cuts.empty() || opt.gdn != GdnAlgorithm::Recurrent))
-    throw std::invalid_argument("forward: RollbackMode::Replay needs rollback_states == the batch size (" +
-                                std::to_string(T) + ", got " + std::to_string(opt.rollback_states) +
-                                "), no cuts and GdnAlgorithm::Recurrent");
+  sh.logits = opt.logits;
+  sh.hidden = opt.hidden;
+  sh.column_shared = opt.column_shared;
+  sh.replay_log = false;
+  sh.rollback_slots = std::min<int64_t>(opt.rollback_states, T);
+  sh.rollback_live = opt.rollback_live;
+  const bool chunked = opt.gdn == GdnAlgorithm::Chunked ||
+                       (opt.gdn == GdnAlgorithm::Auto && T > 1 && delta_rule_prefers_chunked(ws_->kc.tier, hp_.d_state));
+  plan_delta_rule_segments(T, sh.rel_cuts, sh.rollback_slots, opt.per_token_tail, chunked, sh.segments);
+  run_pass(st, tokens, sh, out);
+}
+
+void Qwen35Model::forward_logged(SequenceState& st, std::span<const int32_t> tokens, const LoggedPassOptions& opt,
+                                 ForwardOutput& out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  validate_batch(st, tokens);
+  const int64_t T = static_cast<int64_t>(tokens.size());
+  PassShape& sh = *ws_->shape;
+  sh.rel_cuts.clear();
+  sh.logits = opt.logits;
+  sh.hidden = opt.hidden;
+  sh.column_shared = opt.column_shared;
+  sh.replay_log = true;
+  sh.rollback_slots = 0;
+  sh.rollback_live = true;
+  // Every token per token, as T decode steps would run them (and as roll_back() replays them).
+  plan_delta_rule_segments(T, {}, 0, 0, /*chunked=*/false, sh.segments);
+  run_pass(st, tokens, sh, out);
+}
+
+// The pass itself (mu_ held, the shape validated).
+void Qwen35Model::run_pass(SequenceState& st, std::span<const int32_t> tokens, const PassShape& sh,
+                           ForwardOutput& out) {
+  const int64_t T = static_cast<int64_t>(tokens.size());
+  const int64_t n_embd = hp_.n_embd;
+  const int64_t pos0 = st.n_past();
+  const std::vector<int64_t>& rel_cuts = sh.rel_cuts;
+  const bool replay = sh.replay_log;
 
   // Resources are (re-)acquired for the whole pass and cannot be released during it.
   const ResourceGovernor::Lease lease = governor_->acquire();
   Workspace& ws = *ws_;
-  ws.column_shared = opt.column_shared;
+  ws.column_shared = sh.column_shared;
   out.n_vocab = hp_.n_vocab;
   const size_t floats = static_cast<size_t>(st.recurrent_floats());
   resize_states(out.cut_states, rel_cuts.size(), out.spare_states, floats);
   for (size_t i = 0; i < rel_cuts.size(); ++i) out.cut_states[i].pos = pos0 + rel_cuts[i];
-  const int64_t n_rb = replay ? 0 : std::min<int64_t>(opt.rollback_states, T);
+  const int64_t n_rb = sh.rollback_slots;
   out.replay.seq = nullptr;
   if (replay) {
     ReplayLog& log = out.replay;
@@ -274,7 +328,7 @@ void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, co
   }
   resize_states(out.rollback_states, static_cast<size_t>(n_rb), out.spare_states, floats);
   for (int64_t s = 0; s < n_rb; ++s) out.rollback_states[s].pos = pos0 + T - s;
-  if (n_rb > 0 && !opt.rollback_live) out.rollback_states[0].pos = -1;
+  if (n_rb > 0 && !sh.rollback_live) out.rollback_states[0].pos = -1;
 
   // Token embeddings (get_rows: one dequantized row per token).
   float* x = sized(ws.x, T * n_embd);
@@ -287,7 +341,7 @@ void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, co
     // x += the previous layer's FFN output; cur = attn_norm(x).
     residual_norm(il == 0 ? nullptr : ws.m.data(), L.attn_norm, sized(ws.cur, T * n_embd), T);
     if (L.recurrent) {
-      gdn_layer(il, g++, st, T, opt, out, rel_cuts);
+      gdn_layer(il, g++, st, T, sh, out);
     } else {
       attention_layer(L, st.k_cache(a), st.v_cache(a), pos0, T);
       ++a;
@@ -303,13 +357,13 @@ void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, co
   // Final norm, hidden states and logits.
   float* hn = sized(ws.cur, T * n_embd);
   residual_norm(ws.m.data(), w_.output_norm, hn, T);  // x += the last FFN's output
-  if (opt.hidden) out.hidden.assign(hn, hn + T * n_embd);
+  if (sh.hidden) out.hidden.assign(hn, hn + T * n_embd);
   out.logit_positions.clear();
-  if (opt.logits == LogitsMode::None) {
+  if (sh.logits == LogitsMode::None) {
     out.logits.clear();
     return;
   }
-  const int64_t first = opt.logits == LogitsMode::All ? 0 : T - 1;
+  const int64_t first = sh.logits == LogitsMode::All ? 0 : T - 1;
   const int64_t rows = T - first;
   for (int64_t t = first; t < T; ++t) out.logit_positions.push_back(pos0 + t);
   out.logits.resize(static_cast<size_t>(rows * hp_.n_vocab));
@@ -317,15 +371,16 @@ void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, co
 }
 
 // Gated DeltaNet mixer (spec §4.3): reads ws.cur, writes ws.m.
-void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const ForwardOptions& opt,
-                            ForwardOutput& out, const std::vector<int64_t>& rel_cuts) {
+void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const PassShape& shape,
+                            ForwardOutput& out) {
+  const std::vector<int64_t>& rel_cuts = shape.rel_cuts;
   const Qwen35LayerWeights& L = w_.layers[il];
   Workspace& ws = *ws_;
   const int64_t n_embd = hp_.n_embd, conv_dim = hp_.conv_dim(), vdim = hp_.value_dim(), kdim = hp_.key_dim();
   const int H_v = hp_.H_v, d = hp_.d_state, K = hp_.conv_kernel;
   const float* cur = ws.cur.data();
-  // A Replay pass keeps this layer's inputs in the log (RollbackMode): the buffers are its.
-  const bool replay = opt.keeps_replay_log();
+  // A logged pass keeps this layer's inputs in the log (forward_logged): the buffers are its.
+  const bool replay = shape.replay_log;
   float* log_in = replay ? out.replay.inputs.data() + g * replay_floats_per_layer(T) : nullptr;
 
   // 1. Projections.
@@ -379,30 +434,23 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
 
   // 3. q | k | v split: q and k were L2-normalised per head in the conv tasks above.
 
-  // 4. Delta rule, segment by segment: segments end at every cut and where the
-  //    per-token rollback tail starts, so those states exist between segments.
+  // 4. Delta rule, segment by segment, as rollback-aware prefill planned the pass
+  //    (model/rollback_aware_prefill.h): segments end at every cut and where the per-token
+  //    rollback tail starts, so those states exist between segments.
   float* o = sized(ws.o, T * vdim);
   float* ssm = st.ssm(g);
   const size_t ssm_off = static_cast<size_t>(ssm - st.recurrent_data());
   const int64_t sf = st.ssm_floats();
   const int64_t K_rb = static_cast<int64_t>(out.rollback_states.size());
-  const bool chunked = opt.gdn == GdnAlgorithm::Chunked ||
-                       (opt.gdn == GdnAlgorithm::Auto && T > 1 && delta_rule_prefers_chunked(ws.kc.tier, d));
-  // Tokens [tail, T) run per token so that each of their states is seen (the state after
-  // token tail-1 is the oldest rollback slot), and at least the requested per-token tail.
-  const int64_t tail_len = std::max<int64_t>(K_rb > 0 ? K_rb - 1 : 0, opt.per_token_tail);
-  const int64_t tail = tail_len > 0 ? std::max<int64_t>(0, T - tail_len) : T;
-  std::vector<int64_t>& ends = ws.ends;
-  ends.assign(rel_cuts.begin(), rel_cuts.end());
-  if (tail > 0 && tail < T) ends.push_back(tail);
-  ends.push_back(T);
-  std::sort(ends.begin(), ends.end());
-  ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+  // The slot that keeps the state after `after_tokens` tokens, or -1 (none, or the live state's).
+  auto kept_slot = [&](int64_t after_tokens) {
+    const int64_t slot = rollback_slot(T, after_tokens, K_rb);
+    return slot >= 0 && out.rollback_states[static_cast<size_t>(slot)].pos >= 0 ? slot : -1;
+  };
 
   // A kept state is not read again unless a draft is rejected: streamed out by both threads.
   auto save_rollback = [&](int64_t after_tokens, const float* state) {
-    const int64_t slot = T - after_tokens;
-    if (K_rb > 0 && slot >= 0 && slot < K_rb && out.rollback_states[static_cast<size_t>(slot)].pos >= 0) {
+    if (const int64_t slot = kept_slot(after_tokens); slot >= 0) {
       float* dst = out.rollback_states[static_cast<size_t>(slot)].data.data() + ssm_off;
       pool_->parallel_for(H_v, [&](int64_t h, int) {
         copy_streaming(dst + h * d * d, state + h * d * d, static_cast<int64_t>(d) * d);
@@ -417,12 +465,12 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
       mul_silu(ws.kc.tier, oh, z + t * vdim + h * d, d);
     }
   };
-  int64_t s = 0;
   size_t next_cut = 0;
-  for (int64_t e : ends) {
+  for (const DeltaRuleSegment& seg : shape.segments) {
+    const int64_t s = seg.begin, e = seg.end;
     const DeltaRuleInput in =
         delta_rule_input(conv_out + s * conv_dim, gdec + s * H_v, beta + s * H_v, o + s * vdim, e - s);
-    if (s >= tail || !chunked) {
+    if (seg.per_token) {
       // Value heads are independent: one task per head runs all of the segment's tokens,
       // its d x d state staying in that core's cache. The state after each token whose
       // rollback slot is kept goes straight into that slot (snapshot_to): one write per
@@ -430,13 +478,11 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
       std::vector<float*>& dst = ws.snapshot_to;
       dst.assign(static_cast<size_t>(in.T), nullptr);
       bool any = false;
-      for (int64_t t = 0; t < in.T; ++t) {
-        const int64_t slot = T - (s + t + 1);
-        if (slot < K_rb && out.rollback_states[static_cast<size_t>(slot)].pos >= 0) {
+      for (int64_t t = 0; t < in.T; ++t)
+        if (const int64_t slot = kept_slot(s + t + 1); slot >= 0) {
           dst[static_cast<size_t>(t)] = out.rollback_states[static_cast<size_t>(slot)].data.data() + ssm_off;
           any = true;
         }
-      }
       DeltaRuleInput part = in;
       part.snapshot_to = any ? dst.data() : nullptr;
       part.state_in = replay ? out.replay.before.data() + ssm_off : nullptr;  // the whole batch is this segment
@@ -461,7 +507,6 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const F
       std::memcpy(out.cut_states[next_cut].data.data() + ssm_off, ssm, sf * sizeof(float));
       ++next_cut;
     }
-    s = e;
   }
 
   // 6. The output projection.

@@ -31,18 +31,20 @@ enum class LogitsMode { None, Last, All };
 // (Single tokens always run per token.)
 enum class GdnAlgorithm { Auto, Recurrent, Chunked };
 
-// How a pass hands back its rollback states (ForwardOptions::rollback_states = K > 0).
-//   Snapshots: every kept state is copied out during the pass (ForwardOutput::rollback_states);
-//     a rollback is one copy back.
-//   Replay: nothing is copied per token. The pass keeps the recurrent state from before the
-//     batch and the batch's own conv and delta-rule inputs (ForwardOutput::replay); a rollback
-//     (Qwen35Model::roll_back) recomputes the state at the wanted position from them, running
-//     the same per-token kernel on the same inputs, so the state is bit for bit the one a
-//     snapshot would have held. A verification pass then writes one state instead of k; the
-//     cost moves to the rejections (j+1 token updates instead of a copy). Needs K == T, no
-//     cuts, and every token per token (GdnAlgorithm::Recurrent).
-enum class RollbackMode { Snapshots, Replay };
-
+// Two kinds of pass, two entry points, so that no option can contradict the kind:
+//   forward(): the pass hands back copies of the states asked for — checkpoints at cut positions,
+//     snapshots after each of its last K tokens (the rollback states a speculating slot retains,
+//     or a verification pass in copy mode: a rollback is one copy back). ForwardOptions.
+//   forward_logged(): a verification pass that copies nothing per token. It keeps the recurrent
+//     state from before the batch and the batch's own conv and delta-rule inputs
+//     (ForwardOutput::replay); a rollback (Qwen35Model::roll_back) recomputes the state at the
+//     wanted position from them, running the same per-token kernel on the same inputs, so the
+//     state is bit for bit the one a snapshot would have held. The pass then writes one state
+//     instead of k; the cost moves to the rejections (j+1 token updates instead of a copy). Such a
+//     pass runs every token per token, has no cuts and logs all of its tokens by construction:
+//     LoggedPassOptions has nothing to set there.
+// How forward() splits its tokens between the chunked and per-token delta rule is rollback-aware
+// prefill (model/rollback_aware_prefill.h), decided once per pass.
 struct ForwardOptions {
   LogitsMode logits = LogitsMode::Last;
   bool hidden = false;  // also return the final normed hidden state of every token (the MTP input)
@@ -62,17 +64,21 @@ struct ForwardOptions {
   // holds anyway) is not copied; it is returned with pos = -1. A verification pass only
   // ever rolls back to slots 1..k, so it saves one full state write per pass.
   bool rollback_live = true;
-  RollbackMode rollback_mode = RollbackMode::Snapshots;
-  // The pass keeps a ReplayLog instead of rollback-state copies.
-  bool keeps_replay_log() const { return rollback_states > 0 && rollback_mode == RollbackMode::Replay; }
   // Multi-column products share each weight read across the T columns (kernels/matmul.h).
   // false: every column runs as its own one-column product (a switch for the verification
   // benchmark, docs/speculation.md; the numbers are the same).
   bool column_shared = true;
 };
 
-// What a Replay pass keeps (see RollbackMode): enough to rebuild the recurrent state at
-// any position pos0 .. pos0 + T of the batch.
+// A verification pass with a replay log (forward_logged).
+struct LoggedPassOptions {
+  LogitsMode logits = LogitsMode::All;
+  bool hidden = false;
+  bool column_shared = true;  // as ForwardOptions::column_shared
+};
+
+// What a logged pass keeps (forward_logged): enough to rebuild the recurrent state at any
+// position pos0 .. pos0 + T of the batch.
 struct ReplayLog {
   const SequenceState* seq = nullptr;  // the sequence the pass ran on
   uint64_t seq_version = 0;            // its version right after the pass (stale once it moves on)
@@ -93,7 +99,7 @@ struct ForwardOutput {
   // State buffers of earlier passes kept for later ones: passes whose K or number of cuts
   // varies (drafts cut short by the probability floor) allocate nothing after the first.
   std::vector<RecurrentCheckpoint> spare_states;
-  ReplayLog replay;  // RollbackMode::Replay passes
+  ReplayLog replay;  // forward_logged passes
   int64_t n_vocab = 0;
 
   const float* logits_row(size_t i) const { return logits.data() + i * static_cast<size_t>(n_vocab); }
@@ -170,8 +176,11 @@ class Qwen35Model {
   // of the context, leaving the state untouched.
   void forward(SequenceState& state, std::span<const int32_t> tokens, const ForwardOptions& opt,
                ForwardOutput& out);
+  // The same pass with a replay log instead of state copies (see above); validates as forward().
+  void forward_logged(SequenceState& state, std::span<const int32_t> tokens, const LoggedPassOptions& opt,
+                      ForwardOutput& out);
 
-  // After a RollbackMode::Replay pass `out` on `state` (and nothing else on it since): puts
+  // After a forward_logged pass `out` on `state` (and nothing else on it since): puts
   // the state back to position pos in [out.replay.pos0, state.n_past()] — KV truncated, the
   // recurrent state recomputed from the log (pos - pos0 per-token updates per head). Throws
   // std::logic_error when the log does not belong to this state as it is now.
@@ -179,9 +188,11 @@ class Qwen35Model {
 
  private:
   struct Workspace;
+  struct PassShape;  // one pass, validated: what the two entry points hand to the layers
   Qwen35Model() = default;
-  void gdn_layer(int il, int g, SequenceState& st, int64_t T, const ForwardOptions& opt, ForwardOutput& out,
-                 const std::vector<int64_t>& rel_cuts);
+  void validate_batch(const SequenceState& st, std::span<const int32_t> tokens) const;
+  void run_pass(SequenceState& st, std::span<const int32_t> tokens, const PassShape& shape, ForwardOutput& out);
+  void gdn_layer(int il, int g, SequenceState& st, int64_t T, const PassShape& shape, ForwardOutput& out);
   // Gated attention over the cache rows [0, pos0 + T); appends T rows at pos0.
   void attention_layer(const Qwen35LayerWeights& L, float* k_cache, float* v_cache, int64_t pos0, int64_t T);
   void ffn(const Qwen35LayerWeights& L, int64_t T);

@@ -181,8 +181,8 @@ TEST_F(TinyModel, ReplayRollbackEqualsSnapshotsBitForBit) {
   snap.gdn = GdnAlgorithm::Recurrent;
   snap.logits = LogitsMode::All;
   snap.rollback_states = static_cast<int>(T);
-  ForwardOptions rep = snap;
-  rep.rollback_mode = RollbackMode::Replay;
+  LoggedPassOptions rep;  // every token per token, the whole batch logged: nothing to set
+  rep.logits = LogitsMode::All;
   auto a = model_->new_sequence(256);
   a->copy_from(*base);
   ForwardOutput snap_out;
@@ -194,7 +194,7 @@ TEST_F(TinyModel, ReplayRollbackEqualsSnapshotsBitForBit) {
     auto b = model_->new_sequence(256);
     b->copy_from(*base);
     ForwardOutput rep_out;
-    model_->forward(*b, batch, rep, rep_out);
+    model_->forward_logged(*b, batch, rep, rep_out);
     EXPECT_TRUE(rep_out.rollback_states.empty());
     EXPECT_EQ(rep_out.logits, snap_out.logits);  // the pass itself computes the same rows
     model_->roll_back(*b, rep_out, P + n);
@@ -217,21 +217,21 @@ TEST_F(TinyModel, ReplayRollbackEqualsSnapshotsBitForBit) {
     // The log is spent: the state moved on.
     EXPECT_THROW(model_->roll_back(*b, rep_out, P), std::logic_error);
   }
-  // Wrong use: the log of another sequence, a position outside the batch, unsupported options.
+  // Wrong use: the log of another sequence, a position outside the batch, a bad batch. (Options
+  // that contradict a log — cuts, fewer logged tokens, the chunked body — cannot be written:
+  // LoggedPassOptions has no such fields.)
   auto d = model_->new_sequence(256);
   d->copy_from(*base);
   ForwardOutput rep_out;
-  model_->forward(*d, batch, rep, rep_out);
+  model_->forward_logged(*d, batch, rep, rep_out);
   EXPECT_THROW(model_->roll_back(*base, rep_out, P), std::logic_error);
   EXPECT_THROW(model_->roll_back(*d, rep_out, P - 1), std::out_of_range);
   EXPECT_THROW(model_->roll_back(*d, rep_out, P + T + 1), std::out_of_range);
   EXPECT_EQ(d->n_past(), P + T);
-  ForwardOptions bad = rep;
-  bad.gdn = GdnAlgorithm::Auto;
-  EXPECT_THROW(model_->forward(*d, batch, bad, rep_out), std::invalid_argument);
-  bad = rep;
-  bad.rollback_states = 2;
-  EXPECT_THROW(model_->forward(*d, batch, bad, rep_out), std::invalid_argument);
+  const int32_t oov = static_cast<int32_t>(model_->hparams().n_vocab);
+  const std::vector<int32_t> bad_batch = {1, oov};
+  EXPECT_THROW(model_->forward_logged(*d, bad_batch, rep, rep_out), std::invalid_argument);
+  EXPECT_THROW(model_->forward_logged(*d, std::span<const int32_t>(), rep, rep_out), std::invalid_argument);
   EXPECT_EQ(d->n_past(), P + T);
 }
 

@@ -115,20 +115,27 @@ VerifiedRows ModelBackend::verify(std::span<const int32_t> tokens) {
   if (!drafter_) throw std::logic_error("ModelBackend::verify: speculation is not started");
   const int64_t T = static_cast<int64_t>(tokens.size());
   if (T == 0) throw std::invalid_argument("ModelBackend::verify: no tokens");
-  // One trunk pass over [last, d1..dk]: every row's logits and hidden, the last k+1 states.
-  vopt_.cuts.clear();
-  vopt_.logits = T > 1 ? LogitsMode::All : LogitsMode::Last;
-  vopt_.hidden = spec_.enabled;
-  vopt_.rollback_states = T > 1 ? static_cast<int>(T) : 0;
-  vopt_.rollback_live = false;  // accepting every draft keeps the live state: slot 0 is never used
-  vopt_.rollback_mode = spec_.replay_rollback ? RollbackMode::Replay : RollbackMode::Snapshots;
-  // Every token per token, as k + 1 decode steps would run them: the rows' logits are then
-  // bit-identical to plain decoding (Auto would run the first token as a one-token chunk).
-  vopt_.gdn = GdnAlgorithm::Recurrent;
-  vopt_.column_shared = spec_.column_shared_verify;
+  // One trunk pass over [last, d1..dk]: every row's logits and hidden, and what a rollback needs:
+  // a replay log (default) or the states after each row. Every token per token, as k + 1 decode
+  // steps would run them: the rows' logits are then bit-identical to plain decoding (Auto would
+  // run the first token as a one-token chunk). A single token is a plain pass.
   const int64_t pos0 = state_->n_past();
   verify_pos0_ = -1;
-  model_.forward(*state_, tokens, vopt_, vout_);
+  if (T > 1 && spec_.replay_rollback) {
+    lopt_.logits = LogitsMode::All;
+    lopt_.hidden = spec_.enabled;
+    lopt_.column_shared = spec_.column_shared_verify;
+    model_.forward_logged(*state_, tokens, lopt_, vout_);
+  } else {
+    vopt_.cuts.clear();
+    vopt_.logits = T > 1 ? LogitsMode::All : LogitsMode::Last;
+    vopt_.hidden = spec_.enabled;
+    vopt_.rollback_states = T > 1 ? static_cast<int>(T) : 0;
+    vopt_.rollback_live = false;  // accepting every draft keeps the live state: slot 0 is never used
+    vopt_.gdn = GdnAlgorithm::Recurrent;
+    vopt_.column_shared = spec_.column_shared_verify;
+    model_.forward(*state_, tokens, vopt_, vout_);
+  }
   drafter_->observe_pass(pos0, tokens, vout_);
   verify_pos0_ = pos0;
   verify_n_ = T;

@@ -75,7 +75,8 @@ class ModelBackend final : public StateBackend {
   // Speculation (null/unused while off).
   SpecConfig spec_;
   std::unique_ptr<MtpDrafter> drafter_;
-  ForwardOptions vopt_;
+  ForwardOptions vopt_;     // verification in copy mode (and single tokens)
+  LoggedPassOptions lopt_;  // verification with a replay log
   ForwardOutput vout_;
   int64_t verify_pos0_ = -1, verify_n_ = 0;  // the last verification pass, until the state moves on
   SpecPassCounts spec_counts_;

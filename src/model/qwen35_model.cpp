@@ -371,39 +371,80 @@ void Qwen35Model::run_pass(SequenceState& st, std::span<const int32_t> tokens, c
 }
 
 // Gated DeltaNet mixer (spec §4.3): reads ws.cur, writes ws.m.
+// Where one GDN layer's per-token rows live: the workspace, or in a logged pass
+// (forward_logged) the replay log's slots for this layer, so that the pass writes the log itself
+// and nothing is copied (Qwen35Model::roll_back reads them back).
+struct Qwen35Model::GdnRows {
+  float* mixed;     // T x conv_dim: the projection's q|k|v before the conv (the conv's input)
+  float* conv_out;  // T x conv_dim: after conv + SiLU, q and k L2-normalised (the delta rule's input)
+  float* gdec;      // T x H_v decays
+  float* beta;      // T x H_v
+  float* z;         // T x value_dim: the output gate
+};
+
+Qwen35Model::GdnRows Qwen35Model::gdn_rows(int g, int64_t T, const PassShape& shape, ForwardOutput& out) {
+  Workspace& ws = *ws_;
+  const int64_t conv_dim = hp_.conv_dim();
+  const int H_v = hp_.H_v;
+  GdnRows r;
+  r.z = sized(ws.z, T * hp_.value_dim());
+  if (shape.replay_log) {
+    float* log_in = out.replay.inputs.data() + g * replay_floats_per_layer(T);
+    r.mixed = log_in;
+    r.conv_out = log_in + T * conv_dim;
+    r.gdec = log_in + 2 * T * conv_dim;
+    r.beta = r.gdec + T * H_v;
+  } else {
+    r.mixed = sized(ws.mixed, T * conv_dim);
+    r.conv_out = sized(ws.conv_out, T * conv_dim);
+    r.gdec = sized(ws.g, T * H_v);
+    r.beta = sized(ws.beta, T * H_v);
+  }
+  return r;
+}
+
+// One Gated DeltaNet layer (spec §4.3): reads ws.cur, writes ws.m, advances the layer's state.
 void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const PassShape& shape,
                             ForwardOutput& out) {
-  const std::vector<int64_t>& rel_cuts = shape.rel_cuts;
   const Qwen35LayerWeights& L = w_.layers[il];
   Workspace& ws = *ws_;
-  const int64_t n_embd = hp_.n_embd, conv_dim = hp_.conv_dim(), vdim = hp_.value_dim(), kdim = hp_.key_dim();
-  const int H_v = hp_.H_v, d = hp_.d_state, K = hp_.conv_kernel;
-  const float* cur = ws.cur.data();
-  // A logged pass keeps this layer's inputs in the log (forward_logged): the buffers are its.
-  const bool replay = shape.replay_log;
-  float* log_in = replay ? out.replay.inputs.data() + g * replay_floats_per_layer(T) : nullptr;
+  const int64_t n_embd = hp_.n_embd, conv_dim = hp_.conv_dim(), vdim = hp_.value_dim();
+  const int H_v = hp_.H_v;
+  const GdnRows r = gdn_rows(g, T, shape, out);
 
   // 1. Projections.
-  float* mixed = replay ? log_in : sized(ws.mixed, T * conv_dim);
-  float* z = sized(ws.z, T * vdim);
-  float* gdec = replay ? log_in + 2 * T * conv_dim : sized(ws.g, T * H_v);
-  float* beta = replay ? gdec + T * H_v : sized(ws.beta, T * H_v);
   const MatmulTarget proj[] = {
-      {&L.attn_qkv, mixed, conv_dim}, {&L.attn_gate, z, vdim}, {&L.ssm_beta, beta, H_v}, {&L.ssm_alpha, gdec, H_v}};
-  project_many(proj, cur, n_embd, T);
+      {&L.attn_qkv, r.mixed, conv_dim}, {&L.attn_gate, r.z, vdim}, {&L.ssm_beta, r.beta, H_v}, {&L.ssm_alpha, r.gdec, H_v}};
+  project_many(proj, ws.cur.data(), n_embd, T);
   for (int64_t t = 0; t < T; ++t)
     for (int h = 0; h < H_v; ++h) {
-      float& b = beta[t * H_v + h];
+      float& b = r.beta[t * H_v + h];
       b = sigmoid(b);
-      float& gg = gdec[t * H_v + h];
+      float& gg = r.gdec[t * H_v + h];
       gg = softplus(gg + L.ssm_dt_bias[h]) * L.ssm_a[h];
     }
 
-  // 2. Causal conv + SiLU, then the conv state of every requested position.
+  // 2. Causal conv + SiLU, and the conv state at every position the pass hands back.
+  gdn_conv(L, g, st, T, shape, r, out);
+  // 3. q | k | v split: q and k were L2-normalised per head in the conv tasks.
+  // 4.-5. The delta rule and the gated RMSNorm of its outputs, segment by segment.
+  gdn_delta_rule(L, g, st, T, shape, r, out);
+  // 6. The output projection.
+  project(L.ssm_out, ws.o.data(), vdim, T, sized(ws.m, T * n_embd), n_embd);
+}
+
+void Qwen35Model::gdn_conv(const Qwen35LayerWeights& L, int g, SequenceState& st, int64_t T, const PassShape& shape,
+                           const GdnRows& r, ForwardOutput& out) {
+  Workspace& ws = *ws_;
+  const std::vector<int64_t>& rel_cuts = shape.rel_cuts;
+  const bool replay = shape.replay_log;
+  const int64_t conv_dim = hp_.conv_dim(), kdim = hp_.key_dim();
+  const int d = hp_.d_state, K = hp_.conv_kernel;
+  float* mixed = r.mixed;
+  float* conv_out = r.conv_out;
   float* conv_state = st.conv(g);
   const size_t conv_off = static_cast<size_t>(conv_state - st.recurrent_data());
-  float* conv_out = replay ? log_in + T * conv_dim : sized(ws.conv_out, T * conv_dim);
-  // The state before the batch: the sequence's, or in a Replay pass the log's (see forward()).
+  // The state before the batch: the sequence's, or in a logged pass the log's (see run_pass()).
   const float* conv_before = replay ? out.replay.before.data() + conv_off : conv_state;
   // Channels are independent: ranges of whole heads (~256 channels) are the pool's tasks,
   // each also L2-normalising its q and k heads (channels [0, 2 key_dim)) for every token.
@@ -431,12 +472,23 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const P
     conv_state_after(mixed, conv_dim, T, conv_dim, K, conv_state, conv_tmp);
     std::memcpy(conv_state, conv_tmp, static_cast<size_t>(st.conv_floats()) * sizeof(float));
   }
+}
 
-  // 3. q | k | v split: q and k were L2-normalised per head in the conv tasks above.
-
-  // 4. Delta rule, segment by segment, as rollback-aware prefill planned the pass
-  //    (model/rollback_aware_prefill.h): segments end at every cut and where the per-token
-  //    rollback tail starts, so those states exist between segments.
+// The delta rule, segment by segment, as rollback-aware prefill planned the pass
+// (model/rollback_aware_prefill.h): segments end at every cut and where the per-token rollback
+// tail starts, so those states exist between segments; then (in the same tasks) the gated
+// RMSNorm of the outputs into ws.o.
+void Qwen35Model::gdn_delta_rule(const Qwen35LayerWeights& L, int g, SequenceState& st, int64_t T,
+                                 const PassShape& shape, const GdnRows& r, ForwardOutput& out) {
+  Workspace& ws = *ws_;
+  const std::vector<int64_t>& rel_cuts = shape.rel_cuts;
+  const bool replay = shape.replay_log;
+  const int64_t conv_dim = hp_.conv_dim(), vdim = hp_.value_dim();
+  const int H_v = hp_.H_v, d = hp_.d_state;
+  const float* conv_out = r.conv_out;
+  const float* gdec = r.gdec;
+  const float* beta = r.beta;
+  const float* z = r.z;
   float* o = sized(ws.o, T * vdim);
   float* ssm = st.ssm(g);
   const size_t ssm_off = static_cast<size_t>(ssm - st.recurrent_data());
@@ -508,9 +560,6 @@ void Qwen35Model::gdn_layer(int il, int g, SequenceState& st, int64_t T, const P
       ++next_cut;
     }
   }
-
-  // 6. The output projection.
-  project(L.ssm_out, o, vdim, T, sized(ws.m, T * n_embd), n_embd);
 }
 
 size_t ForwardOutput::bytes() const {

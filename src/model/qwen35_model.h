@@ -193,6 +193,12 @@ class Qwen35Model {
   void validate_batch(const SequenceState& st, std::span<const int32_t> tokens) const;
   void run_pass(SequenceState& st, std::span<const int32_t> tokens, const PassShape& shape, ForwardOutput& out);
   void gdn_layer(int il, int g, SequenceState& st, int64_t T, const PassShape& shape, ForwardOutput& out);
+  struct GdnRows;  // where a GDN layer's per-token rows live (the workspace or the replay log)
+  GdnRows gdn_rows(int g, int64_t T, const PassShape& shape, ForwardOutput& out);
+  void gdn_conv(const Qwen35LayerWeights& L, int g, SequenceState& st, int64_t T, const PassShape& shape,
+                const GdnRows& r, ForwardOutput& out);
+  void gdn_delta_rule(const Qwen35LayerWeights& L, int g, SequenceState& st, int64_t T, const PassShape& shape,
+                      const GdnRows& r, ForwardOutput& out);
   // Gated attention over the cache rows [0, pos0 + T); appends T rows at pos0.
   void attention_layer(const Qwen35LayerWeights& L, float* k_cache, float* v_cache, int64_t pos0, int64_t T);
   void ffn(const Qwen35LayerWeights& L, int64_t T);

@@ -586,7 +586,9 @@ TEST_P(SpeculatorTest, DryRunReproducesASpeculatingSlotsCounts) {
       rec.step_accepted = served.back().step_accepted;
       recorded.push_back(std::move(rec));
     }
-    if (variant == 2) EXPECT_GT(roll_backs, 0);
+    if (variant == 2) {
+      EXPECT_GT(roll_backs, 0);
+    }
     EXPECT_GT(verify_passes, 0);
     std::set<int32_t> drafted;
     for (const RequestStats& st : served) drafted.insert(st.step_drafted.begin(), st.step_drafted.end());

@@ -227,15 +227,15 @@ int main(int argc, char** argv) {
     }
     const int32_t first = static_cast<int32_t>(std::max_element(pre.logits.begin(), pre.logits.end()) - pre.logits.begin());
 
-    // 2. Verification of 1 + k tokens vs one decode step, configured as the speculator runs it
-    //    (every token per token, rollback states for every row, the live one not copied), with
+    // 2. Verification of 1 + k tokens vs one decode step, configured as
+    //    serve::ModelBackend::verify runs it (every token per token, rollback states for every row, the live one not copied), with
     //    each rollback kind; then the cost of a rollback after a rejection (1 of k accepted).
     if (on('2')) {
       auto st = m.new_sequence(n_ctx);
       const auto drafts = random_tokens(K, hp.n_vocab, 2);
       std::vector<int32_t> batch = {first};
       batch.insert(batch.end(), drafts.begin(), drafts.end());
-      // One output per variant, as the server keeps one per use (the speculator's verification
+      // One output per variant, as the server keeps one per use (the backend's verification
       // output is its own): a shared one would reallocate the rollback buffers every pass.
       ForwardOutput outs[4];
       RecurrentCheckpoint cp;

@@ -22,6 +22,37 @@
 namespace tandem::agent {
 namespace {
 
+using Trace = decltype(generate_trace({}));
+
+// Serves the trace through tandem-server's HTTP front and engine with `cfg`, one request at a
+// time, and reads back the server's --log-requests log.
+void serve_and_log(const serve::EngineConfig& cfg, const Trace& gen, const std::string& log_path,
+                   std::vector<nlohmann::ordered_json>& log) {
+  auto& tm = http::testing::TinyModel::get();
+  std::remove(log_path.c_str());
+  {
+    serve::Engine engine(*tm.model, *tm.tok, cfg);
+    http::RequestLog request_log(log_path);
+    engine.set_finish_hook([&request_log](const serve::EngineRequest& req, const serve::GenerationResult& r,
+                                          uint64_t id) { request_log.write(req, r, id); });
+    http::HttpServer server(engine, tm.tmpl, http::HttpServerConfig{});
+    const int port = server.start();
+    httplib::Client cli("127.0.0.1", port);
+    cli.set_read_timeout(300, 0);
+    for (const auto& g : gen) {
+      const auto res = cli.Post("/v1/chat/completions", g.record.body.dump(), "application/json");
+      ASSERT_TRUE(res) << "no response";
+      ASSERT_EQ(res->status, 200) << res->body;
+    }
+    server.stop();
+  }
+  std::ifstream in(log_path);
+  std::string line;
+  log.clear();
+  while (std::getline(in, line)) log.push_back(nlohmann::ordered_json::parse(line));
+  ASSERT_EQ(log.size(), gen.size());
+}
+
 TEST(ReplayModelVsServer, EqualsTheServersRequestLogOnTheDefaultTrace) {
   auto& tm = http::testing::TinyModel::get();
   const auto gen = generate_trace({});
@@ -36,35 +67,15 @@ TEST(ReplayModelVsServer, EqualsTheServersRequestLogOnTheDefaultTrace) {
       const ServeSettings st = parse_config(flags);
       SCOPED_TRACE(flags);
       const std::string log_path = std::string(TANDEM_BINARY_DIR) + "/test-tmp-agent-" + policy + "-" + consolidate + ".jsonl";
-      std::remove(log_path.c_str());
-      {
-        serve::EngineConfig cfg;  // the server's defaults, with the configuration's flags
-        cfg.n_parallel = 1;
-        cfg.n_ctx = st.n_ctx;
-        cfg.slot = st.slot;
-        cfg.policy = st.policy;
-        cfg.cache_ram_mib = st.cache_ram_mib;
-        serve::Engine engine(*tm.model, *tm.tok, cfg);
-        http::RequestLog log(log_path);
-        engine.set_finish_hook([&log](const serve::EngineRequest& req, const serve::GenerationResult& r, uint64_t id) {
-          log.write(req, r, id);
-        });
-        http::HttpServer server(engine, tm.tmpl, http::HttpServerConfig{});
-        const int port = server.start();
-        httplib::Client cli("127.0.0.1", port);
-        cli.set_read_timeout(300, 0);
-        for (const auto& g : gen) {
-          const auto res = cli.Post("/v1/chat/completions", g.record.body.dump(), "application/json");
-          ASSERT_TRUE(res) << "no response";
-          ASSERT_EQ(res->status, 200) << res->body;
-        }
-        server.stop();
-      }
-      std::ifstream in(log_path);
+      serve::EngineConfig cfg;  // the server's defaults, with the configuration's flags
+      cfg.n_parallel = 1;
+      cfg.n_ctx = st.n_ctx;
+      cfg.slot = st.slot;
+      cfg.policy = st.policy;
+      cfg.cache_ram_mib = st.cache_ram_mib;
       std::vector<nlohmann::ordered_json> log;
-      std::string line;
-      while (std::getline(in, line)) log.push_back(nlohmann::ordered_json::parse(line));
-      ASSERT_EQ(log.size(), gen.size());
+      serve_and_log(cfg, gen, log_path, log);
+      if (HasFatalFailure()) return;
       std::vector<serve::RecordedRequest> recorded;
       for (size_t i = 0; i < gen.size(); ++i) {
         ASSERT_EQ(log[i]["prompt"].get<std::vector<int32_t>>(), reqs[i].ids) << "request " << i + 1;
@@ -101,31 +112,11 @@ TEST(ReplayModelVsServer, EqualsASpeculatingServersRequestLog) {
   const ServeSettings st = parse_config("--spec on --draft-max 3");
   ASSERT_TRUE(st.speculation.enabled);
   const std::string log_path = std::string(TANDEM_BINARY_DIR) + "/test-tmp-agent-spec.jsonl";
-  std::remove(log_path.c_str());
-  {
-    serve::EngineConfig cfg = st;  // the configuration is the server's EngineConfig
-    cfg.n_parallel = 1;
-    serve::Engine engine(*tm.model, *tm.tok, cfg);
-    http::RequestLog log(log_path);
-    engine.set_finish_hook([&log](const serve::EngineRequest& req, const serve::GenerationResult& r, uint64_t id) {
-      log.write(req, r, id);
-    });
-    http::HttpServer server(engine, tm.tmpl, http::HttpServerConfig{});
-    const int port = server.start();
-    httplib::Client cli("127.0.0.1", port);
-    cli.set_read_timeout(300, 0);
-    for (const auto& g : gen) {
-      const auto res = cli.Post("/v1/chat/completions", g.record.body.dump(), "application/json");
-      ASSERT_TRUE(res) << "no response";
-      ASSERT_EQ(res->status, 200) << res->body;
-    }
-    server.stop();
-  }
-  std::ifstream in(log_path);
+  serve::EngineConfig cfg = st;  // the configuration is the server's EngineConfig
+  cfg.n_parallel = 1;
   std::vector<nlohmann::ordered_json> log;
-  std::string line;
-  while (std::getline(in, line)) log.push_back(nlohmann::ordered_json::parse(line));
-  ASSERT_EQ(log.size(), gen.size());
+  serve_and_log(cfg, gen, log_path, log);
+  if (HasFatalFailure()) return;
   std::vector<serve::RecordedRequest> recorded;
   for (size_t i = 0; i < gen.size(); ++i) recorded.push_back(recorded_request_from_log(reqs[i], log[i]));
   const auto sim = simulate(recorded, st, tm.model->hparams());

@@ -208,7 +208,7 @@ class Qwen35Model {
   // betas: the pass and roll_back() feed it the same way.
   kernels::DeltaRuleInput delta_rule_input(const float* qkv, const float* g, const float* beta, float* out,
                                            int64_t T) const;
-  // Floats a Replay pass logs per GDN layer for a batch of T tokens (ReplayLog::inputs).
+  // Floats a logged pass (forward_logged) keeps per GDN layer for a batch of T tokens (ReplayLog::inputs).
   int64_t replay_floats_per_layer(int64_t T) const;
   // kernels::matmul on the workspace's context, honouring ForwardOptions::column_shared.
   void project(const WeightMatrix& W, const float* X, int64_t ldx, int64_t T, float* Y, int64_t ldy);

@@ -167,7 +167,7 @@ TEST_F(TinyModel, RollbackStatesEqualPerTokenStates) {
   }
 }
 
-// A Replay pass copies no states; rolling back to any position of its batch recomputes the
+// A logged pass (forward_logged) copies no states; rolling back to any position of its batch recomputes the
 // state a snapshot pass holds there, bit for bit (the same per-token kernel on the same inputs),
 // truncates the KV, and the sequence then continues exactly as a sequence that stopped there.
 TEST_F(TinyModel, ReplayRollbackEqualsSnapshotsBitForBit) {

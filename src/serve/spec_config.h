@@ -20,7 +20,7 @@ struct SpecConfig {
   bool rollback_aware_prefill = true;
   bool column_shared_verify = true;  // off: the verification pass runs one column at a time
   bool trimmed_head = true;          // draft over the file's trimmed draft head when it has one
-  // Verification keeps a replay log instead of copying k states (RollbackMode::Replay): a
+  // Verification keeps a replay log instead of copying k states (Qwen35Model::forward_logged): a
   // rejection recomputes the state at the accepted position; off: snapshots, a rejection is a copy.
   bool replay_rollback = true;
 };

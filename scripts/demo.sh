@@ -6,9 +6,10 @@
 #   3. generates the default agent trace (21 single screens + 5 episodes x 8 steps = 61 requests)
 #      and prints its token counts
 #   4. predicts N - R and passes for every policy with the replay model (tandem-sim)
-#   5. replays the trace against tandem-server under stock (llama.cpp's policy and batching) and
-#      Tandem (divergence checkpoints + batch consolidation), prints the table, writes the plots,
-#      and checks every logged request against the replay model's prediction
+#   5. replays the trace against tandem-server under stock (llama.cpp's policy and batching),
+#      Tandem (divergence checkpoints + batch consolidation) and Tandem with MTP speculation, prints
+#      the table, writes the plots, and checks every logged request against the replay model's
+#      prediction (the speculating server's from its logged per-step draft counts)
 # Everything lands in build/demo/. Environment: BUILD (build directory, default build), JOBS (build
 # jobs, default 2), RUNS (replay runs per configuration, default 1), THREADS (server compute
 # threads, default: one per physical core).
@@ -52,17 +53,19 @@ threads=()
 [ -n "${THREADS:-}" ] && threads=(-t "$THREADS")
 stock="--checkpoint-policy stock --consolidate-batches off ${threads[*]}"
 tandem="--checkpoint-policy divergence --consolidate-batches on ${threads[*]}"
+spec="$tandem --spec on"
 echo
-echo "== replay against tandem-server: stock vs divergence + consolidation"
+echo "== replay against tandem-server: stock vs divergence + consolidation (and with MTP speculation)"
 "$b"/tandem-replay --trace "$demo/trace.jsonl" --model "$model" --server-bin "$b"/tandem-server \
   --runs "${RUNS:-1}" --out "$demo" \
-  --config "stock: $stock" --config "tandem: $tandem"
+  --config "stock: $stock" --config "tandem: $tandem" --config "tandem-spec: $spec"
 
 echo
 echo "== the server's own request logs vs the replay model's prediction"
 for run in $(seq 1 "${RUNS:-1}"); do
   "$b"/tandem-sim -m "$model" --trace "$demo/trace.jsonl" --check "$demo/stock-run$run.jsonl" --config "stock: $stock" | tail -1
   "$b"/tandem-sim -m "$model" --trace "$demo/trace.jsonl" --check "$demo/tandem-run$run.jsonl" --config "tandem: $tandem" | tail -1
+  "$b"/tandem-sim -m "$model" --trace "$demo/trace.jsonl" --check "$demo/tandem-spec-run$run.jsonl" --config "tandem-spec: $spec" | tail -1
 done
 echo
 echo "results: $root/$demo/summary.md, steps.csv, latency.png, tokens.png"

@@ -58,14 +58,14 @@ echo
 echo "== replay against tandem-server: stock vs divergence + consolidation (and with MTP speculation)"
 "$b"/tandem-replay --trace "$demo/trace.jsonl" --model "$model" --server-bin "$b"/tandem-server \
   --runs "${RUNS:-1}" --out "$demo" \
-  --config "stock: $stock" --config "tandem: $tandem" --config "tandem-spec: $spec"
+  --config "stock: $stock" --config "tandem: $tandem" --config "speculation: $spec"
 
 echo
 echo "== the server's own request logs vs the replay model's prediction"
 for run in $(seq 1 "${RUNS:-1}"); do
   "$b"/tandem-sim -m "$model" --trace "$demo/trace.jsonl" --check "$demo/stock-run$run.jsonl" --config "stock: $stock" | tail -1
   "$b"/tandem-sim -m "$model" --trace "$demo/trace.jsonl" --check "$demo/tandem-run$run.jsonl" --config "tandem: $tandem" | tail -1
-  "$b"/tandem-sim -m "$model" --trace "$demo/trace.jsonl" --check "$demo/tandem-spec-run$run.jsonl" --config "tandem-spec: $spec" | tail -1
+  "$b"/tandem-sim -m "$model" --trace "$demo/trace.jsonl" --check "$demo/speculation-run$run.jsonl" --config "speculation: $spec" | tail -1
 done
 echo
 echo "results: $root/$demo/summary.md, steps.csv, latency.png, tokens.png"

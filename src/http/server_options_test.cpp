@@ -99,7 +99,9 @@ TEST(ServerOptions, OneTableOfSettings) {
   const ServerOptions o = parse_server_args(args);
   for (const auto& r : serve::serving_settings()) EXPECT_EQ(r.get(o.engine), r.get(serve::EngineConfig{})) << r.long_name();
   for (const auto& r : front_end_settings())
-    if (r.get) EXPECT_EQ(r.get(o), r.get(ServerOptions{})) << r.long_name();
+    if (r.get) {
+      EXPECT_EQ(r.get(o), r.get(ServerOptions{})) << r.long_name();
+    }
 
   std::set<std::string> counts, ablations;
   for (const auto& r : serve::serving_settings()) {

@@ -102,8 +102,9 @@ bool reads_packed(MatmulPath p);
 // of the matmul dispatch. `layout` is what the loader stores (Packed: the type has a packed path
 // on this tier); path() is the kernel of a product of T tokens on the matrix as it is stored.
 // layout is derived from path(), so load and call cannot disagree: where layout is Packed every
-// path(T, Packed, ...) reads the packed groups, and where it is Rows the packed copy (which a test
-// may still make) would be ignored.
+// path(T, Packed, ...) of the converted activations reads the packed groups (ActivationMode::Exact
+// dequantizes the ggml rows instead), and where it is Rows the packed copy (which a test may still
+// make) would be ignored.
 struct MatrixPlan {
   GgmlType type = GgmlType::F32;
   CpuTier tier = CpuTier::Scalar;

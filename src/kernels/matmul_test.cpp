@@ -357,12 +357,16 @@ TEST(PlanMatrix, LayoutAgreesWithEveryPath) {
           const std::string where = std::string(ggml_type_name(type)) + " on " + cpu_tier_name(tier) +
                                     " T=" + std::to_string(T) + " paths " + matmul_path_name(packed) + " / " +
                                     matmul_path_name(rows);
-          if (plan.layout == WeightLayout::Packed) EXPECT_TRUE(reads_packed(packed)) << where;
-          else EXPECT_EQ(packed, rows) << where;
+          if (plan.layout == WeightLayout::Packed) {
+            EXPECT_TRUE(reads_packed(packed)) << where;
+          } else {
+            EXPECT_EQ(packed, rows) << where;
+          }
           EXPECT_FALSE(reads_packed(rows)) << where;
-          if (type != GgmlType::F32)
+          if (type != GgmlType::F32) {
             for (WeightLayout stored : {WeightLayout::Rows, WeightLayout::Packed})
               EXPECT_EQ(plan.path(T, stored, ActivationMode::Exact, vector_units), MatmulPath::Dequant) << where;
+          }
         }
     }
 }

@@ -21,8 +21,6 @@ namespace tandem {
 
 using namespace kernels;
 
-// Activation buffers of one forward pass, sized for the largest batch seen so far
-// (grow-only: a steady stream of same-sized batches allocates nothing).
 // One pass's shape, validated and decided once: which states it hands back and how its tokens
 // split between the chunked and the per-token delta rule (rollback-aware prefill). The vectors
 // live in the workspace's instance: no allocation per pass once they have grown.
@@ -37,6 +35,8 @@ struct Qwen35Model::PassShape {
   std::vector<DeltaRuleSegment> segments;
 };
 
+// Activation buffers of one forward pass, sized for the largest batch seen so far
+// (grow-only: a steady stream of same-sized batches allocates nothing).
 struct Qwen35Model::Workspace {
   std::vector<float> x, cur, m;       // residual stream, normed input, mixer output: T x n_embd
   std::vector<float> mixed, conv_out; // T x conv_dim

@@ -19,6 +19,9 @@ struct ModelSaved final : SavedSequence {
 };
 }  // namespace
 
+static_assert(ModelBackend::kDefaultPromptTail == SpecConfig{}.draft_max,
+              "a plain slot's prompt tail is the default draft length (ModelBackend::set_prompt_tail)");
+
 ModelBackend::ModelBackend(Qwen35Model& model, int64_t n_ctx) : ModelBackend(model, model.new_sequence(n_ctx)) {}
 
 ModelBackend::ModelBackend(Qwen35Model& model, std::unique_ptr<SequenceState> state)
@@ -103,6 +106,7 @@ void ModelBackend::start_speculation(const SpecConfig& cfg) {
 
 void ModelBackend::stop_speculation() {
   drafter_.reset();
+  vout_ = ForwardOutput{};  // the verification pass's rows, log and states: gone with speculation
   verify_pos0_ = -1;
 }
 

@@ -45,7 +45,8 @@ class ModelBackend final : public StateBackend {
   size_t speculation_bytes() const override;
   const SpecPassCounts& spec_counts() const override { return spec_counts_; }
 
-  // Read-only views for tests and benchmarks.
+  // For tests and benchmarks: the sequence (read-only), the model, and the drafter (a benchmark
+  // that ran a prompt pass itself tells it through drafter()->observe_pass).
   const SequenceState& state() const { return *state_; }
   Qwen35Model& model() { return model_; }
   // What the last run() returned (its retained rollback states, say).

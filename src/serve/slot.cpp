@@ -245,7 +245,14 @@ PrefillReport Slot::prefill(const Prompt& prompt) {
                                     std::to_string(i) + " outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
   const auto t0 = Clock::now();
   ++request_;
+  // A new request's numbers; the per-step lists keep their memory (reserved when speculation
+  // starts): no allocation per speculative step.
+  std::vector<int32_t> step_drafted = std::move(stats_.step_drafted), step_accepted = std::move(stats_.step_accepted);
   stats_ = RequestStats{};
+  step_drafted.clear();
+  step_accepted.clear();
+  stats_.step_drafted = std::move(step_drafted);
+  stats_.step_accepted = std::move(step_accepted);
   stats_.request = request_;
   stats_.policy = std::string(policy_->name());
   stats_.consolidate = cfg_.batch.consolidate;
@@ -316,6 +323,9 @@ Speculator& Slot::enable_speculation(const SpecConfig& cfg) {
   backend_->start_speculation(cfg);
   if (spec_) spec_->set_config(cfg);
   else spec_ = std::make_unique<Speculator>(*backend_, cfg);
+  // A step emits at least one token: at most n_ctx steps per request.
+  stats_.step_drafted.reserve(static_cast<size_t>(backend_->n_ctx()));
+  stats_.step_accepted.reserve(static_cast<size_t>(backend_->n_ctx()));
   return *spec_;
 }
 

@@ -69,6 +69,8 @@ struct SpecStep {
 
 struct SpecCounters {
   int64_t steps = 0, verify_passes = 0, drafts_proposed = 0, drafts_accepted = 0, tokens = 0, roll_backs = 0;
+  // draft_ms: the backend's draft() calls, which include the MTP head's catch-up with the trunk
+  // (MtpDrafter's DrafterCounters::sync_ms is that part of it).
   double draft_ms = 0, verify_ms = 0, rollback_ms = 0;
 };
 

@@ -787,7 +787,8 @@ TEST(Speculation, NeedsAnMtpBlockAndTheModelBackend) {
   SpecConfig bad;
   bad.draft_max = -1;
   EXPECT_THROW(Speculator(with_mtp, bad), std::invalid_argument);
-  // The slot refuses both before touching the backend.
+  // The slot refuses both: a bad config before the backend sees it, a model without an MTP block
+  // in the backend's start_speculation; either way no speculator is left behind.
   Slot no_mtp_slot(std::make_unique<ModelBackend>(*m, 64), make_policy(PolicyConfig{}));
   EXPECT_THROW(no_mtp_slot.enable_speculation(SpecConfig{}), std::logic_error);
   Slot slot(std::make_unique<ModelBackend>(*mm, 64), make_policy(PolicyConfig{}));

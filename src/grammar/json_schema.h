@@ -7,7 +7,10 @@
 // that punctuation and keys are forced text (forced drafts in speculation).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -23,6 +26,13 @@ enum class JsonWhitespace : uint8_t {
 
 struct SchemaOptions {
   JsonWhitespace whitespace = JsonWhitespace::Flexible;
+  // Bounds for malicious or runaway schemas (GrammarError when exceeded): subschema nesting,
+  // subschema visits (allOf / anyOf distribution and $ref inlining multiply them), rules and
+  // GBNF bytes (GrammarLimits::max_source_bytes, so that the parser takes what we print).
+  int max_depth = 64;
+  size_t max_visits = 20000;
+  size_t max_rules = 10000;
+  size_t max_gbnf_bytes = 1 << 20;
 };
 
 struct SchemaGrammar {
@@ -32,7 +42,12 @@ struct SchemaGrammar {
 
 // Throws GrammarError naming the keyword and its path (e.g. "/properties/index/type: unknown
 // type 'hiccup'") for a schema that cannot be converted.
+// nlohmann::json keeps object keys sorted, so properties come in alphabetical order; pass an
+// ordered_json (or the schema text) to keep declaration order, which llama.cpp follows.
 SchemaGrammar json_schema_to_gbnf(const nlohmann::json& schema, const SchemaOptions& opt = {});
+SchemaGrammar json_schema_to_gbnf(const nlohmann::ordered_json& schema, const SchemaOptions& opt = {});
+// Parses `schema_text` as JSON (GrammarError when it is not) keeping declaration order.
+SchemaGrammar json_schema_text_to_gbnf(std::string_view schema_text, const SchemaOptions& opt = {});
 
 // Any JSON value whose top level is an object (response_format {"type": "json_object"}).
 std::string json_object_gbnf(const SchemaOptions& opt = {});

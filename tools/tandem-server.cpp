@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
     hc.http_threads = opt.http_threads;
     hc.model_path = opt.model_path;
     hc.model_names = opt.aliases;
+    hc.json_whitespace = opt.json_compact ? grammar::JsonWhitespace::Compact : grammar::JsonWhitespace::Flexible;
     const std::filesystem::path p(opt.model_path);
     hc.model_names.push_back(p.filename().string());
     if (p.stem() != p.filename()) hc.model_names.push_back(p.stem().string());

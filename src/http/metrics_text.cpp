@@ -74,6 +74,24 @@ std::string prometheus_text(const serve::EngineSnapshot& s) {
   w.one("tandem_request_verify_passes_total", "counter", "Trunk passes that verified drafts.", d(t.verify_passes));
   w.one("tandem_request_roll_backs_total", "counter", "Roll-backs inside verification passes (a draft rejected).",
         d(t.roll_backs));
+  w.one("tandem_request_drafts_forced_total", "counter", "Drafts a request's grammar forced (no MTP call).",
+        d(t.drafts_forced));
+  w.one("tandem_request_drafts_mtp_total", "counter", "Drafts the MTP head proposed.", d(t.drafts_mtp));
+  w.one("tandem_request_drafts_forced_accepted_total", "counter", "Forced drafts accepted.", d(t.drafts_forced_accepted));
+  w.one("tandem_request_grammar_seconds_total", "counter", "Grammar work of constrained requests (masks, checks).",
+        t.grammar_ms / 1000.0);
+
+  // Constrained decoding.
+  w.one("tandem_grammar_requests_total", "counter", "Requests with a grammar, JSON schema or response format.",
+        d(s.grammar_requests));
+  w.one("tandem_grammar_cache_entries", "gauge", "Compiled grammars cached.", d(s.grammar_cache.entries));
+  w.one("tandem_grammar_cache_bytes", "gauge", "Bytes of the cached grammars (states, masks, forced runs).",
+        d(s.grammar_cache.bytes));
+  w.one("tandem_grammar_cache_budget_bytes", "gauge", "Grammar cache budget (--grammar-cache).", d(s.grammar_cache.budget_bytes));
+  w.one("tandem_grammar_cache_hits_total", "counter", "Grammar requests that found their grammar compiled.",
+        d(s.grammar_cache.hits));
+  w.one("tandem_grammar_cache_misses_total", "counter", "Grammar requests that compiled their grammar.",
+        d(s.grammar_cache.misses));
 
   // Queue and slots.
   w.one("tandem_queue_waiting", "gauge", "Requests waiting for a slot.", d(s.queued));

@@ -126,6 +126,7 @@ ParsedRequest parse_completion_request(const Json& b, const ParseContext& ctx) {
   parse_common(b, ctx, out.engine.params);
   if (auto v = opt_int(b, "n_predict", -1, ctx.n_ctx)) out.engine.params.n_predict = *v;
   else if (auto m = opt_int(b, "max_tokens", -1, ctx.n_ctx)) out.engine.params.n_predict = *m;
+  out.grammar = parse_grammar_request(b, /*chat=*/false, ctx.json_whitespace);
   parse_stream(b, out);
   return out;
 }
@@ -169,6 +170,7 @@ ParsedRequest parse_chat_request(const Json& b, const ParseContext& ctx) {
   if (!max_tokens) max_tokens = opt_int(b, "n_predict", -1, ctx.n_ctx);
   if (!max_tokens) max_tokens = opt_int(b, "max_completion_tokens", 1, ctx.n_ctx);
   if (max_tokens) out.engine.params.n_predict = *max_tokens;
+  out.grammar = parse_grammar_request(b, /*chat=*/true, ctx.json_whitespace);
   parse_stream(b, out);
   return out;
 }

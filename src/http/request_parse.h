@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "grammar/json_schema.h"
+#include "http/grammar_request.h"
 #include "http/json_text.h"
 #include "serve/engine.h"
 #include "text/chat_template.h"
@@ -21,6 +23,7 @@ struct ParseContext {
   int64_t n_ctx = 0;     // per slot
   int n_parallel = 1;
   std::vector<std::string> model_names;  // accepted "model" values (absent or "" is always accepted)
+  grammar::JsonWhitespace json_whitespace = grammar::JsonWhitespace::Flexible;  // schemas' default
 };
 
 struct ParsedRequest {
@@ -28,14 +31,16 @@ struct ParsedRequest {
   bool stream = false;
   bool include_usage = false;  // chat: stream_options.include_usage
   std::string model;           // as given (echoed back), or the first served name
+  GrammarRequest grammar;      // GBNF to compile (empty: unconstrained), http/grammar_request.h
 };
 
 // POST /completion: prompt (string, token ids, or a mix), n_predict, sampling, stop, stream,
-// id_slot, cache_prompt, ignore_eos, timeout_ms.
+// id_slot, cache_prompt, ignore_eos, timeout_ms, grammar, json_schema.
 ParsedRequest parse_completion_request(const Json& body, const ParseContext& ctx);
 // POST /v1/chat/completions: model, messages (rendered with the model's chat template), max_tokens /
 // max_completion_tokens, sampling, stop, stream, stream_options, n (must be 1), tools,
-// chat_template_kwargs.enable_thinking, plus the llama.cpp extras (top_k, min_p, id_slot, ...).
+// chat_template_kwargs.enable_thinking, response_format, plus the llama.cpp extras (top_k, min_p,
+// id_slot, grammar, json_schema, ...).
 ParsedRequest parse_chat_request(const Json& body, const ParseContext& ctx);
 
 // Positions where `<|im_start|>user` begins in a token sequence (raw prompts: the stock policy's

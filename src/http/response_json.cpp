@@ -9,6 +9,7 @@ using serve::FinishReason;
 std::string_view openai_finish_reason(FinishReason r) {
   switch (r) {
     case FinishReason::EndOfGeneration:
+    case FinishReason::GrammarComplete:
     case FinishReason::StopString: return "stop";
     case FinishReason::Length:
     case FinishReason::ContextFull: return "length";
@@ -21,7 +22,8 @@ std::string_view openai_finish_reason(FinishReason r) {
 
 std::string_view llama_stop_type(FinishReason r) {
   switch (r) {
-    case FinishReason::EndOfGeneration: return "eos";
+    case FinishReason::EndOfGeneration:
+    case FinishReason::GrammarComplete: return "eos";  // the only token llama.cpp's grammar would allow next
     case FinishReason::StopString: return "word";
     case FinishReason::Length:
     case FinishReason::ContextFull: return "limit";
@@ -75,6 +77,7 @@ Json chat_completion_json(const ResponseMeta& m, const serve::GenerationResult& 
   j["choices"] = Json::array({std::move(choice)});
   j["usage"] = usage_json(r, n_prompt);
   j["timings"] = timings_json(r);
+  if (!m.warnings.empty()) j["warnings"] = m.warnings;
   return j;
 }
 
@@ -96,6 +99,7 @@ Json chat_chunk_json(const ResponseMeta& m, std::optional<std::string_view> role
 Json chat_final_chunk_json(const ResponseMeta& m, const serve::GenerationResult& r) {
   Json j = chat_chunk_json(m, std::nullopt, std::nullopt, openai_finish_reason(r.reason));
   j["timings"] = timings_json(r);
+  if (!m.warnings.empty()) j["warnings"] = m.warnings;
   return j;
 }
 
@@ -121,11 +125,12 @@ Json completion_json(const ResponseMeta& m, const serve::GenerationResult& r, in
   j["has_new_line"] = content.find('\n') != std::string_view::npos;
   j["stop_type"] = llama_stop_type(r.reason);
   j["stopping_word"] = r.stop_word;
-  j["stopped_eos"] = r.reason == FinishReason::EndOfGeneration;
+  j["stopped_eos"] = r.reason == FinishReason::EndOfGeneration || r.reason == FinishReason::GrammarComplete;
   j["stopped_word"] = r.reason == FinishReason::StopString;
   j["stopped_limit"] = r.reason == FinishReason::Length || r.reason == FinishReason::ContextFull;
   j["finish_reason"] = openai_finish_reason(r.reason);
   j["timings"] = timings_json(r);
+  if (!m.warnings.empty()) j["warnings"] = m.warnings;
   return j;
 }
 

@@ -17,6 +17,7 @@ struct ResponseMeta {
   std::string id;       // "chatcmpl-<n>"
   int64_t created = 0;  // unix seconds
   std::string model;
+  std::vector<std::string> warnings;  // e.g. schema keywords the grammar does not enforce
 };
 
 // OpenAI finish_reason: "stop" (end of generation, stop string), "length" (n_predict, context

@@ -58,15 +58,25 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, A
   ctx.n_ctx = engine_.config().n_ctx;
   ctx.n_parallel = engine_.config().n_parallel;
   ctx.model_names = cfg_.model_names;
+  ctx.json_whitespace = cfg_.json_whitespace;
   const bool chat = api == Api::OpenAiChat;
   ParsedRequest pr = chat ? parse_chat_request(body, ctx) : parse_completion_request(body, ctx);
   const int64_t n_prompt = static_cast<int64_t>(pr.engine.prompt.size());
+  if (!pr.grammar.gbnf.empty()) {
+    try {
+      pr.engine.params.grammar = engine_.compile_grammar(pr.grammar.gbnf);
+    } catch (const grammar::GrammarError& e) {
+      // A schema's GBNF failing to compile is our converter's fault, but still the request's input.
+      throw bad_request("'" + pr.grammar.field + "': " + e.what(), pr.grammar.field);
+    }
+  }
 
   std::shared_ptr<serve::Generation> gen = engine_.submit(std::move(pr.engine));
   ResponseMeta meta;
   meta.id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(gen->id());
   meta.created = static_cast<int64_t>(std::time(nullptr));
   meta.model = pr.model;
+  meta.warnings = pr.grammar.warnings;
   ConnectionWatch watch = ConnectionWatch::find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
 
   if (!pr.stream) {

@@ -24,6 +24,8 @@ namespace tandem::text {
 class ChatTemplate;
 }  // namespace tandem::text
 
+#include "grammar/json_schema.h"
+
 namespace httplib {
 class Server;
 struct Request;
@@ -40,6 +42,8 @@ struct HttpServerConfig {
   std::vector<std::string> model_names;   // accepted "model" values; the first is reported
   std::string model_path;                 // reported by /props
   size_t max_body_bytes = 32u << 20;
+  // JSON Schema whitespace when a request does not say (http/grammar_request.h).
+  grammar::JsonWhitespace json_whitespace = grammar::JsonWhitespace::Flexible;
 };
 
 class HttpServer {

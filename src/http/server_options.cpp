@@ -54,6 +54,16 @@ std::vector<FrontEndSetting> make_table() {
                   [](O& o, S, S v) { o.log_requests = v; }));
   t.push_back(row({"--cpu-path"}, {}, "T", "kernel tier: scalar | avx2 | avx512 | amx (default: the best available)",
                   [](O& o, S, S v) { o.cpu_path = v; }));
+  t.push_back(row({"--json-whitespace"}, {}, "W",
+                  "JSON Schema grammars: flexible (llama.cpp's optional whitespace after\n"
+                  "punctuation) or compact (none: keys and punctuation become forced\n"
+                  "drafts); a request's \"tandem\": {\"json_whitespace\"} overrides (default {})",
+                  [](O& o, S f, S v) {
+                    if (v == "flexible") o.json_compact = false;
+                    else if (v == "compact") o.json_compact = true;
+                    else throw std::invalid_argument(f + ": expected flexible or compact, got '" + v + "'");
+                  },
+                  [](const O& o) { return std::string(o.json_compact ? "compact" : "flexible"); }));
   t.push_back(row({"-h", "--help"}, {}, "", "this text", [](O& o, S, S) { o.help = true; }));
   return t;
 }

@@ -25,6 +25,7 @@ struct ServerOptions {
   bool cpu_dma_latency = false;       // --cpu-dma-latency (hold a PM QoS request while active)
   std::string log_requests;           // --log-requests FILE
   std::string cpu_path;               // --cpu-path scalar|avx2|avx512|amx
+  bool json_compact = false;          // --json-whitespace compact (JSON Schema grammars allow no whitespace)
   std::vector<std::string> aliases;   // --alias NAME (accepted "model" values besides the file name)
   serve::EngineConfig engine;         // the serving settings (serve::serving_settings(): --ctx-size, --parallel, ...)
   bool help = false;                  // --help

@@ -111,10 +111,10 @@ TEST(ServerOptions, OneTableOfSettings) {
   EXPECT_EQ(counts, (std::set<std::string>{"--ctx-size", "--parallel", "--ctx-checkpoints", "--cache-ram",
                                            "--checkpoint-policy", "--min-gap", "--consolidate-batches", "--n-batch",
                                            "--n-ubatch", "--spec", "--draft-max", "--draft-min", "--draft-p-min",
-                                           "--spec-rollback-aware", "--spec-column-shared", "--spec-trimmed-head",
-                                           "--spec-rollback"}));
-  EXPECT_EQ(ablations, (std::set<std::string>{"--consolidate-batches", "--spec-rollback-aware", "--spec-column-shared",
-                                              "--spec-trimmed-head", "--spec-rollback"}));
+                                           "--spec-mtp", "--spec-forced", "--spec-rollback-aware",
+                                           "--spec-column-shared", "--spec-trimmed-head", "--spec-rollback"}));
+  EXPECT_EQ(ablations, (std::set<std::string>{"--consolidate-batches", "--spec-forced", "--spec-rollback-aware",
+                                              "--spec-column-shared", "--spec-trimmed-head", "--spec-rollback"}));
   EXPECT_EQ(serve::ablation_settings().size(), ablations.size());
   // llama.cpp's other spellings are accepted without being listed.
   const ServerOptions l = parse_server_args({"-m", "m.gguf", "--batch-size", "1024", "--ubatch-size", "128", "-a", "x"});

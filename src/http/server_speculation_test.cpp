@@ -77,24 +77,33 @@ TEST(HttpSpeculation, AnswersEqualPlainDecodingGreedyAndSeededSampling) {
   }
 }
 
-TEST(HttpSpeculation, ModelWithoutMtpIsRefusedWithAClearError) {
+// Without an MTP block speculation drafts only what a request's grammar forces: requests
+// without one decode token by token (no drafts), and the engine says so.
+TEST(HttpSpeculation, ModelWithoutMtpDraftsOnlyWhatAGrammarForces) {
   auto m = Qwen35Model::load(ensure_tiny_model("F32", /*mtp=*/false), 1);
   auto tok = text::Tokenizer::from_gguf(m->file());
   serve::EngineConfig cfg = small_engine();
   cfg.speculation.enabled = true;
-  try {
-    serve::Engine e(*m, *tok, cfg);
-    FAIL() << "an engine with speculation on a model without MTP was created";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("MTP"), std::string::npos) << e.what();
-  }
+  serve::Engine e(*m, *tok, cfg);
+  EXPECT_TRUE(e.snapshot().speculation.enabled);
+  EXPECT_FALSE(e.snapshot().speculation.mtp_drafts);
+  serve::EngineRequest r;
+  r.prompt = tok->encode("Hello there");
+  r.params.sampling.temperature = 0;
+  r.params.n_predict = 6;
+  r.params.ignore_eos = true;
+  auto g = e.submit(r);
+  ASSERT_TRUE(g->wait_done(std::chrono::seconds(60)));
+  EXPECT_EQ(g->result().output.size(), 6u);
+  EXPECT_EQ(g->result().stats.drafts_proposed, 0);
 }
 
 TEST(ServerOptions, SpeculationFlags) {
   const ServerOptions o = parse_server_args({"-m", "x.gguf", "--spec", "on", "--draft-max", "2", "--draft-min", "1",
                                              "--draft-p-min", "0.25", "--spec-rollback-aware", "off",
                                              "--spec-column-shared", "off", "--spec-trimmed-head", "off",
-                                             "--spec-rollback", "copy"});
+                                             "--spec-rollback", "copy", "--spec-mtp", "off", "--spec-forced", "off",
+                                             "--json-whitespace", "compact", "--grammar-cache", "8"});
   EXPECT_TRUE(o.engine.speculation.enabled);
   EXPECT_EQ(o.engine.speculation.draft_max, 2);
   EXPECT_EQ(o.engine.speculation.draft_min, 1);
@@ -103,6 +112,14 @@ TEST(ServerOptions, SpeculationFlags) {
   EXPECT_FALSE(o.engine.speculation.column_shared_verify);
   EXPECT_FALSE(o.engine.speculation.trimmed_head);
   EXPECT_FALSE(o.engine.speculation.replay_rollback);
+  EXPECT_FALSE(o.engine.speculation.mtp_drafts);
+  EXPECT_FALSE(o.engine.speculation.forced_drafts);
+  EXPECT_TRUE(o.json_compact);
+  EXPECT_EQ(o.engine.grammar_cache_mib, 8u);
+  EXPECT_TRUE(default_server_options().engine.speculation.mtp_drafts);
+  EXPECT_TRUE(default_server_options().engine.speculation.forced_drafts);
+  EXPECT_FALSE(default_server_options().json_compact);
+  EXPECT_THROW(parse_server_args({"-m", "x.gguf", "--json-whitespace", "tight"}), std::invalid_argument);
   EXPECT_TRUE(default_server_options().engine.speculation.replay_rollback);
   EXPECT_FALSE(default_server_options().engine.speculation.enabled);
   EXPECT_THROW(parse_server_args({"-m", "x.gguf", "--spec-rollback", "maybe"}), std::invalid_argument);

@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "serve/flop_model.h"
+#include "serve/grammar_drafts.h"
+#include "serve/grammar_picker.h"
 #include "serve/model_backend.h"
 #include "text/stop_strings.h"
 
@@ -14,9 +16,12 @@ namespace tandem::serve {
 namespace {
 using Clock = std::chrono::steady_clock;
 
-// Marconi scores FLOPs saved: give it this model's coefficients.
-EngineConfig with_model_flops(EngineConfig cfg, const Qwen35HParams& hp) {
-  cfg.policy.marconi.flops = FlopModel::for_model(hp);
+// What the configuration means for this model, decided once: Marconi scores FLOPs saved with this
+// model's coefficients; without an MTP block speculation drafts only what a request's grammar
+// forces (requests without one then decode token by token).
+EngineConfig for_model(EngineConfig cfg, const Qwen35Model& model) {
+  cfg.policy.marconi.flops = FlopModel::for_model(model.hparams());
+  if (!model.has_mtp()) cfg.speculation.mtp_drafts = false;
   return cfg;
 }
 
@@ -65,6 +70,9 @@ struct Engine::SlotRun {
   std::unique_ptr<Pending> p;
   std::optional<Live> apply;  // configuration to apply before the next prefill
   std::optional<text::Sampler> sampler;
+  std::optional<grammar::Matcher> matcher;     // the request's grammar, if it has one
+  std::optional<GrammarPicker> picker;         // the sampler under the grammar's mask
+  std::optional<GrammarDrafts> grammar_drafts; // the grammar's view for speculative drafting
   std::optional<text::StreamDecoder> decoder;
   std::optional<text::StopStrings> stops;
   std::string raw_text;  // decoded output before stop strings (to name the matching one)
@@ -76,7 +84,7 @@ struct Engine::SlotRun {
 };
 
 Engine::Engine(Qwen35Model& model, const text::Tokenizer& tok, EngineConfig cfg)
-    : model_(model), tok_(tok), cfg_(with_model_flops(std::move(cfg), model.hparams())),
+    : model_(model), tok_(tok), cfg_(for_model(std::move(cfg), model)),
       cache_(PromptCacheOptions{.budget_mib = cfg_.cache_ram_mib}), wake_(std::make_shared<Wake>()) {
   if (cfg_.n_parallel < 1) throw std::invalid_argument("parallel: expected >= 1 slot, got " + std::to_string(cfg_.n_parallel));
   if (cfg_.n_ctx < 2) throw std::invalid_argument("ctx-size: expected >= 2 tokens per slot, got " + std::to_string(cfg_.n_ctx));
@@ -85,8 +93,6 @@ Engine::Engine(Qwen35Model& model, const text::Tokenizer& tok, EngineConfig cfg)
   if (tok_.n_vocab() > model_.hparams().n_vocab)
     throw std::invalid_argument("the tokenizer has " + std::to_string(tok_.n_vocab()) + " tokens, the model's embedding " +
                                 std::to_string(model_.hparams().n_vocab) + " rows");
-  if (cfg_.speculation.enabled && !model_.has_mtp())
-    throw std::invalid_argument("speculation: the model file has no MTP block (nextn_predict_layers = 0)");
   live_.policy = cfg_.policy;
   live_.consolidate = cfg_.slot.batch.consolidate;
   live_.ctx_checkpoints = cfg_.slot.ctx_checkpoints;
@@ -185,11 +191,30 @@ void Engine::reconfigure(const ServingChange& c) {
   wake();
 }
 
+std::shared_ptr<grammar::CompiledGrammar> Engine::compile_grammar(std::string_view gbnf) {
+  grammar::GrammarCache* cache = nullptr;
+  {
+    std::lock_guard lk(grammar_mu_);
+    if (!grammars_)
+      grammars_ = std::make_unique<grammar::GrammarCache>(std::make_shared<grammar::VocabIndex>(tok_),
+                                                          cfg_.grammar_cache_mib << 20);
+    cache = grammars_.get();
+  }
+  return cache->get(gbnf);  // the cache locks itself; compiling does not hold grammar_mu_
+}
+
 EngineSnapshot Engine::snapshot() const {
   EngineSnapshot s;
   {
+    std::lock_guard lk(grammar_mu_);
+    if (grammars_) s.grammar_cache = grammars_->stats();
+    else s.grammar_cache.budget_bytes = cfg_.grammar_cache_mib << 20;
+  }
+  {
     std::lock_guard lk(mu_);
+    const grammar::GrammarCacheStats gc = s.grammar_cache;
     s = counters_;
+    s.grammar_cache = gc;
     s.slots = slot_snap_;
     s.queued = static_cast<int>(queue_.size());
     s.queue_max = cfg_.queue_max;
@@ -343,7 +368,7 @@ void Engine::step(SlotRun& s) {
       decode_speculative(s);
     } else {
       const std::span<const float> logits = s.slot->decode(s.last);
-      emit(s, s.sampler->sample(logits));
+      emit(s, pick(s, logits), /*accepted=*/true);
     }
   } catch (const std::exception& e) {
     if (s.p) finish(s, FinishReason::Error, e.what());
@@ -367,6 +392,13 @@ void Engine::start(SlotRun& s) {
   const EngineRequest& req = s.p->req;
   s.sampler.emplace(req.params.sampling);
   for (int32_t id : req.prompt) s.sampler->accept(id);
+  if (req.params.grammar) {
+    s.matcher.emplace(req.params.grammar);
+    s.grammar_drafts.emplace(*s.matcher);
+    std::lock_guard lk(mu_);
+    ++counters_.grammar_requests;
+  }
+  s.picker.emplace(*s.sampler, s.matcher ? &*s.matcher : nullptr);
   s.decoder.emplace(tok_, /*render_special=*/false);
   s.stops.emplace(req.params.stop);
   s.raw_text.clear();
@@ -376,24 +408,14 @@ void Engine::start(SlotRun& s) {
   s.prefill_end = Clock::now();
   s.last_token = s.prefill_end;
   if (req.params.n_predict == 0) return finish(s, FinishReason::Length);
-  emit(s, s.sampler->sample(rep.logits));
+  emit(s, pick(s, rep.logits), /*accepted=*/true);
 }
 
-namespace {
-
-// The speculator's view of a request's sampler: every verified row is drawn exactly as a
-// plain decode step would draw it (same distribution, same random stream, same penalties).
-class SamplerPicker final : public TokenPicker {
- public:
-  explicit SamplerPicker(text::Sampler& s) : s_(s) {}
-  int32_t pick(std::span<const float> logits) override { return s_.sample(logits); }
-  void accept(int32_t token) override { s_.accept(token); }
-
- private:
-  text::Sampler& s_;
-};
-
-}  // namespace
+int32_t Engine::pick(SlotRun& s, std::span<const float> logits) {
+  const int32_t t = s.picker->pick(logits);
+  s.picker->accept(t);
+  return t;
+}
 
 // One speculative step: the last token plus up to draft_max drafts in one verified pass; the
 // accepted drafts and the next token are emitted in order (the request may end in between).
@@ -403,8 +425,10 @@ void Engine::decode_speculative(SlotRun& s) {
   if (gp.n_predict > 0) left = gp.n_predict - static_cast<int64_t>(s.result.output.size());
   const std::span<const int32_t> stops =
       gp.ignore_eos ? std::span<const int32_t>() : std::span<const int32_t>(tok_.vocab().eog_ids());
-  SamplerPicker picker(*s.sampler);
-  const std::span<const int32_t> toks = s.slot->decode_speculative(s.last, picker, std::max<int64_t>(1, left), stops);
+  // Every verified row is drawn exactly as a plain decode step would draw it (same picker: same
+  // distribution, random stream, penalties and grammar mask).
+  const std::span<const int32_t> toks = s.slot->decode_speculative(
+      s.last, *s.picker, std::max<int64_t>(1, left), stops, s.grammar_drafts ? &*s.grammar_drafts : nullptr);
   s.spec_tokens.assign(toks.begin(), toks.end());
   for (int32_t t : s.spec_tokens) {
     emit(s, t, /*accepted=*/true);
@@ -429,6 +453,7 @@ void Engine::emit(SlotRun& s, int32_t token, bool accepted) {
   s.result.text.append(shown);
   gen.push(shown, token);
   if (s.stops->stopped()) return finish(s, FinishReason::StopString);
+  if (s.matcher && s.matcher->complete()) return finish(s, FinishReason::GrammarComplete);
   if (gp.n_predict > 0 && static_cast<int64_t>(s.result.output.size()) >= gp.n_predict)
     return finish(s, FinishReason::Length);
   if (static_cast<int64_t>(s.slot->cached_tokens().size()) >= cfg_.n_ctx) return finish(s, FinishReason::ContextFull);
@@ -466,7 +491,11 @@ void Engine::finish(SlotRun& s, FinishReason reason, std::string error) {
   if (s.slot->request_open()) r.stats = s.slot->end_request();
   else if (s.prefilled) r.stats = s.slot->stats();
   if (s.prefilled && !r.output.empty()) r.predicted_ms = ms_between(s.prefill_end, s.last_token);
+  if (s.picker) r.stats.grammar_ms += s.picker->grammar_ms();
   std::unique_ptr<Pending> p = std::move(s.p);
+  s.grammar_drafts.reset();
+  s.picker.reset();
+  s.matcher.reset();
   s.sampler.reset();
   s.decoder.reset();
   s.stops.reset();

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "grammar/grammar_cache.h"
 #include "runtime/resource_governor.h"
 #include "serve/generation.h"
 #include "serve/policy_factory.h"
@@ -55,6 +56,8 @@ struct EngineConfig {
   // Every slot then drafts draft_max tokens per step and verifies them in one pass; the output
   // is token for token what plain decoding gives (greedy, or the same sampler draws).
   SpecConfig speculation = {.enabled = false};
+  // Compiled grammars (and the masks they cached) kept by text across requests.
+  size_t grammar_cache_mib = 64;
 };
 
 struct GenerationParams {
@@ -64,6 +67,10 @@ struct GenerationParams {
   std::vector<std::string> stop;
   int id_slot = -1;         // -1: any slot
   int64_t timeout_ms = -1;  // -1: the engine's default; 0: none
+  // Constrained decoding (Engine::compile_grammar): every token is picked under its mask, an
+  // end-of-generation only where the grammar is complete, and the answer ends when nothing may
+  // follow (FinishReason::GrammarComplete). null: unconstrained.
+  std::shared_ptr<grammar::CompiledGrammar> grammar;
 };
 
 struct EngineRequest {
@@ -124,6 +131,8 @@ struct EngineSnapshot {
   int ctx_checkpoints = 0;
   int64_t timeout_ms = 0;
   SpecConfig speculation;
+  grammar::GrammarCacheStats grammar_cache;
+  int64_t grammar_requests = 0;  // requests with a grammar
 };
 
 class Engine {
@@ -148,6 +157,10 @@ class Engine {
   // Validates (std::invalid_argument) and records the change; each slot applies it before its
   // next request (the serve API's switches take effect at the next prefill anyway).
   void reconfigure(const ServingChange& change);
+
+  // The grammar for GBNF text, compiled against this model's vocabulary once and cached by text
+  // (thread-safe; the first call builds the vocabulary's token trie). Throws grammar::GrammarError.
+  std::shared_ptr<grammar::CompiledGrammar> compile_grammar(std::string_view gbnf);
 
   EngineSnapshot snapshot() const;
   // The configuration the engine was built with (snapshot() has the current switches).
@@ -176,6 +189,8 @@ class Engine {
   // accepted: the sampler already recorded the token (a speculative step's picker did).
   void emit(SlotRun& s, int32_t token, bool accepted = false);
   void decode_speculative(SlotRun& s);
+  // The request's next token from a row of logits (its sampler under its grammar), recorded.
+  int32_t pick(SlotRun& s, std::span<const float> logits);
   void finish(SlotRun& s, FinishReason reason, std::string error = {});
   void refresh_locked(SlotRun& s);  // scheduler thread (or the constructor), mu_ held
   void complete(const EngineRequest& req, Generation& gen, GenerationResult&& r);
@@ -185,6 +200,8 @@ class Engine {
   const text::Tokenizer& tok_;
   const EngineConfig cfg_;
   PromptCache cache_;  // touched by the scheduler thread only (its sizes are mirrored under mu_)
+  mutable std::mutex grammar_mu_;
+  std::unique_ptr<grammar::GrammarCache> grammars_;  // built at the first grammar request
 
   mutable std::mutex mu_;
   std::shared_ptr<Wake> wake_;

@@ -7,6 +7,7 @@ namespace tandem::serve {
 std::string_view to_string(FinishReason r) {
   switch (r) {
     case FinishReason::EndOfGeneration: return "eos";
+    case FinishReason::GrammarComplete: return "grammar";
     case FinishReason::StopString: return "word";
     case FinishReason::Length: return "limit";
     case FinishReason::ContextFull: return "context";

@@ -19,6 +19,7 @@ namespace tandem::serve {
 
 enum class FinishReason : uint8_t {
   EndOfGeneration,  // an end-of-generation token (not part of the output text)
+  GrammarComplete,  // the request's grammar is complete and allows nothing more (finish_reason "stop")
   StopString,       // a stop string matched (it and what follows are withheld)
   Length,           // n_predict tokens
   ContextFull,      // the slot's context is full

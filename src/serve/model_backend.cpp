@@ -99,24 +99,34 @@ void ModelBackend::load_state(const SequenceState& from) {
 }
 
 void ModelBackend::start_speculation(const SpecConfig& cfg) {
-  if (!drafter_) drafter_ = std::make_unique<MtpDrafter>(model_, *state_, cfg);
-  drafter_->set_config(cfg);
+  // Without the MTP head (mtp_drafts off, or a file without the block) only a grammar drafts:
+  // verification and roll-back need no drafter.
+  if (cfg.mtp_drafts) {
+    if (!drafter_) drafter_ = std::make_unique<MtpDrafter>(model_, *state_, cfg);
+    drafter_->set_config(cfg);
+  } else {
+    drafter_.reset();
+  }
   spec_ = cfg;
+  speculating_ = true;
 }
 
 void ModelBackend::stop_speculation() {
+  speculating_ = false;
   drafter_.reset();
   vout_ = ForwardOutput{};  // the verification pass's rows, log and states: gone with speculation
   verify_pos0_ = -1;
 }
 
-void ModelBackend::draft(int32_t last, int max_drafts, std::span<const int32_t> context, std::vector<int32_t>& drafts) {
-  if (!drafter_) throw std::logic_error("ModelBackend::draft: speculation is not started");
-  drafter_->draft(last, max_drafts, context, drafts);
+void ModelBackend::draft(int32_t last, int max_drafts, std::span<const int32_t> context, std::vector<int32_t>& drafts,
+                         DraftConstraint* constraint) {
+  if (!speculating_) throw std::logic_error("ModelBackend::draft: speculation is not started");
+  drafts.clear();
+  if (drafter_) drafter_->draft(last, max_drafts, context, drafts, constraint);  // none: grammar-forced drafts only
 }
 
 VerifiedRows ModelBackend::verify(std::span<const int32_t> tokens) {
-  if (!drafter_) throw std::logic_error("ModelBackend::verify: speculation is not started");
+  if (!speculating_) throw std::logic_error("ModelBackend::verify: speculation is not started");
   const int64_t T = static_cast<int64_t>(tokens.size());
   if (T == 0) throw std::invalid_argument("ModelBackend::verify: no tokens");
   // One trunk pass over [last, d1..dk]: every row's logits and hidden, and what a rollback needs:
@@ -127,20 +137,20 @@ VerifiedRows ModelBackend::verify(std::span<const int32_t> tokens) {
   verify_pos0_ = -1;
   if (T > 1 && spec_.replay_rollback) {
     lopt_.logits = LogitsMode::All;
-    lopt_.hidden = spec_.enabled;
+    lopt_.hidden = drafter_ != nullptr;
     lopt_.column_shared = spec_.column_shared_verify;
     model_.forward_logged(*state_, tokens, lopt_, vout_);
   } else {
     vopt_.cuts.clear();
     vopt_.logits = T > 1 ? LogitsMode::All : LogitsMode::Last;
-    vopt_.hidden = spec_.enabled;
+    vopt_.hidden = drafter_ != nullptr;
     vopt_.rollback_states = T > 1 ? static_cast<int>(T) : 0;
     vopt_.rollback_live = false;  // accepting every draft keeps the live state: slot 0 is never used
     vopt_.gdn = GdnAlgorithm::Recurrent;
     vopt_.column_shared = spec_.column_shared_verify;
     model_.forward(*state_, tokens, vopt_, vout_);
   }
-  drafter_->observe_pass(pos0, tokens, vout_);
+  if (drafter_) drafter_->observe_pass(pos0, tokens, vout_);
   verify_pos0_ = pos0;
   verify_n_ = T;
   if (T > 1) ++spec_counts_.verify_passes;
@@ -162,10 +172,10 @@ void ModelBackend::roll_back(int64_t pos) {
     state_->set_recurrent(rb.data.data());
   }
   verify_pos0_ = -1;
-  drafter_->invalidate_from(pos);
+  if (drafter_) drafter_->invalidate_from(pos);
   ++spec_counts_.roll_backs;
 }
 
-size_t ModelBackend::speculation_bytes() const { return drafter_ ? drafter_->bytes() + vout_.bytes() : 0; }
+size_t ModelBackend::speculation_bytes() const { return (drafter_ ? drafter_->bytes() : 0) + vout_.bytes(); }
 
 }  // namespace tandem::serve

@@ -39,7 +39,8 @@ class ModelBackend final : public StateBackend {
 
   void start_speculation(const SpecConfig& cfg) override;
   void stop_speculation() override;
-  void draft(int32_t last, int max_drafts, std::span<const int32_t> context, std::vector<int32_t>& drafts) override;
+  void draft(int32_t last, int max_drafts, std::span<const int32_t> context, std::vector<int32_t>& drafts,
+             DraftConstraint* constraint = nullptr) override;
   VerifiedRows verify(std::span<const int32_t> tokens) override;
   void roll_back(int64_t pos) override;
   size_t speculation_bytes() const override;
@@ -75,7 +76,8 @@ class ModelBackend final : public StateBackend {
 
   // Speculation (null/unused while off).
   SpecConfig spec_;
-  std::unique_ptr<MtpDrafter> drafter_;
+  std::unique_ptr<MtpDrafter> drafter_;  // null without MTP drafts (SpecConfig::mtp_drafts off)
+  bool speculating_ = false;
   ForwardOptions vopt_;     // verification in copy mode (and single tokens)
   LoggedPassOptions lopt_;  // verification with a replay log
   ForwardOutput vout_;

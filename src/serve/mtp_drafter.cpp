@@ -16,25 +16,39 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 
 int64_t argmax(std::span<const float> v) { return std::max_element(v.begin(), v.end()) - v.begin(); }
 
-// Probability of the best candidate after a top-10 cut (llama.cpp's draft sampler, spec §7.4).
-float top10_probability(std::span<const float> v, int64_t best) {
-  constexpr int kTop = 10;
-  float top[kTop];
+constexpr int kTop = 10;  // llama.cpp's draft sampler keeps the top 10 (spec §7.4)
+
+// The top-10 rows of v, best first (ties: lowest index); returns how many (< 10 for a short v).
+int top10(std::span<const float> v, int64_t* idx) {
   int n = 0;
-  for (float x : v) {
+  const auto worse = [&](int64_t a, int64_t b) { return v[a] != v[b] ? v[a] > v[b] : a < b; };  // heap: worst on top
+  for (int64_t i = 0; i < static_cast<int64_t>(v.size()); ++i) {
     if (n < kTop) {
-      top[n++] = x;
-      std::push_heap(top, top + n, std::greater<float>());
-    } else if (x > top[0]) {
-      std::pop_heap(top, top + n, std::greater<float>());
-      top[n - 1] = x;
-      std::push_heap(top, top + n, std::greater<float>());
+      idx[n++] = i;
+      std::push_heap(idx, idx + n, worse);
+    } else if (worse(i, idx[0])) {
+      std::pop_heap(idx, idx + n, worse);
+      idx[n - 1] = i;
+      std::push_heap(idx, idx + n, worse);
     }
   }
+  std::sort_heap(idx, idx + n, worse);
+  return n;
+}
+
+// Probability of candidate `best` after a top-10 cut (llama.cpp's draft sampler, spec §7.4).
+float top10_probability(std::span<const float> v, const int64_t* idx, int n, int64_t best) {
   const float m = v[static_cast<size_t>(best)];
   double sum = 0;
-  for (int i = 0; i < n; ++i) sum += std::exp(static_cast<double>(top[i]) - m);
+  for (int i = 0; i < n; ++i) sum += std::exp(static_cast<double>(v[idx[i]]) - m);
   return static_cast<float>(1.0 / sum);
+}
+
+// Probability of the best candidate after a top-10 cut.
+float top10_probability(std::span<const float> v, int64_t best) {
+  int64_t idx[kTop];
+  const int n = top10(v, idx);
+  return top10_probability(v, idx, n, best);
 }
 
 constexpr int64_t kSyncChunk = 512;  // MTP rows replayed per call
@@ -136,7 +150,8 @@ void MtpDrafter::sync_mtp(std::span<const int32_t> context) {
   counters_.sync_ms += ms_since(t0);
 }
 
-void MtpDrafter::draft(int32_t last, int max_drafts, std::span<const int32_t> context, std::vector<int32_t>& drafts) {
+void MtpDrafter::draft(int32_t last, int max_drafts, std::span<const int32_t> context, std::vector<int32_t>& drafts,
+                       DraftConstraint* constraint) {
   sync_mtp(context);
   const auto t0 = Clock::now();
   drafts.clear();
@@ -152,12 +167,31 @@ void MtpDrafter::draft(int32_t last, int max_drafts, std::span<const int32_t> co
     tok_[static_cast<size_t>(P)] = last;
     have_tok_[static_cast<size_t>(P)] = 1;
     int32_t tok = last;
+    const auto to_token = [&](int64_t r) { return trimmed ? M.draft_token_ids[static_cast<size_t>(r)] : static_cast<int32_t>(r); };
     for (int i = 0; i < max_drafts; ++i) {
+      if (constraint) {
+        // A position the grammar forces (or where the answer is complete) is the speculator's.
+        if (constraint->complete()) break;
+        constraint->forced(forced_);
+        if (!forced_.empty()) break;
+      }
       model_.mtp_forward(*mtp_, std::span<const int32_t>(&tok, 1), chain_h_.data(), LogitsMode::Last, mout_, head);
       const std::span<const float> row(mout_.logits.data(), static_cast<size_t>(mout_.n_vocab));
-      const int64_t r = argmax(row);
-      if (cfg_.p_min > 0.0f && top10_probability(row, r) < cfg_.p_min) break;
-      tok = trimmed ? M.draft_token_ids[static_cast<size_t>(r)] : static_cast<int32_t>(r);
+      int64_t r = -1;
+      if (constraint) {
+        // The best of the head's top 10 that the grammar allows (none: drafting stops).
+        int64_t idx[kTop];
+        const int n = top10(row, idx);
+        for (int c = 0; c < n && r < 0; ++c)
+          if (constraint->allows(to_token(idx[c]))) r = idx[c];
+        if (r < 0) break;
+        if (cfg_.p_min > 0.0f && top10_probability(row, idx, n, r) < cfg_.p_min) break;
+      } else {
+        r = argmax(row);
+        if (cfg_.p_min > 0.0f && top10_probability(row, r) < cfg_.p_min) break;
+      }
+      tok = to_token(r);
+      if (constraint) constraint->advance(tok);
       drafts.push_back(tok);
       std::memcpy(chain_h_.data(), mout_.hidden.data(), n_embd_ * sizeof(float));  // the head's own hn chains
     }

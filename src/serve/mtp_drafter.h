@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "model/qwen35_model.h"
+#include "serve/draft_constraint.h"
 #include "serve/spec_config.h"
 
 namespace tandem::serve {
@@ -49,8 +50,11 @@ class MtpDrafter {
   void invalidate_from(int64_t pos);
 
   // Brings the head up to the trunk (context: the tokens of positions it never saw) and
-  // proposes up to max_drafts tokens after `last` at the trunk's n_past.
-  void draft(int32_t last, int max_drafts, std::span<const int32_t> context, std::vector<int32_t>& drafts);
+  // proposes up to max_drafts tokens after `last` at the trunk's n_past. With a constraint (a
+  // request's grammar, StateBackend::draft): each draft is the best of the head's top 10 it
+  // allows, and drafting stops where it forces tokens or is complete.
+  void draft(int32_t last, int max_drafts, std::span<const int32_t> context, std::vector<int32_t>& drafts,
+             DraftConstraint* constraint = nullptr);
 
   const MtpState& mtp_state() const { return *mtp_; }
   const DrafterCounters& counters() const { return counters_; }
@@ -75,6 +79,7 @@ class MtpDrafter {
   // Reused buffers.
   std::vector<int32_t> rows_tok_;
   std::vector<float> rows_hid_, chain_h_;
+  std::vector<int32_t> forced_;  // a constraint's forced run (only its emptiness matters here)
   ForwardOutput mout_;
   DrafterCounters counters_;
 };

@@ -84,7 +84,7 @@ void NullBackend::load_sequence(const SavedSequence& saved) {
   verify_pos0_ = -1;
 }
 
-void NullBackend::draft(int32_t, int max_drafts, std::span<const int32_t>, std::vector<int32_t>& drafts) {
+void NullBackend::draft(int32_t, int max_drafts, std::span<const int32_t>, std::vector<int32_t>& drafts, DraftConstraint*) {
   if (!speculating_) throw std::logic_error("NullBackend::draft: speculation is not started");
   drafts.assign(static_cast<size_t>(std::max(0, max_drafts)), 0);
 }

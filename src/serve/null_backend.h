@@ -38,7 +38,8 @@ class NullBackend final : public StateBackend {
   void stop_speculation() override { speculating_ = false; }
   // max_drafts placeholder tokens (0: the dry run knows no token): what a drafter that always
   // proposes its limit gives; the real count comes from the draft hook.
-  void draft(int32_t last, int max_drafts, std::span<const int32_t> context, std::vector<int32_t>& drafts) override;
+  void draft(int32_t last, int max_drafts, std::span<const int32_t> context, std::vector<int32_t>& drafts,
+             DraftConstraint* constraint = nullptr) override;
   VerifiedRows verify(std::span<const int32_t> tokens) override;
   void roll_back(int64_t pos) override;
   size_t speculation_bytes() const override { return 0; }

@@ -26,7 +26,7 @@ bool RequestStats::same_counts(const RequestStats& o) const {
   X(checkpoint_bytes_held) X(bytes_copied) X(prompt_cache_saved) X(prompt_cache_loaded) X(prompt_cache_bytes)    \
   X(prompt_cache_budget_bytes) X(prompt_cache_entries) X(prefill_ms) X(decode_ms) X(tokens_generated)            \
   X(ms_per_output_token) X(drafts_proposed) X(drafts_accepted) X(verify_passes) X(roll_backs) X(step_drafted)     \
-  X(step_accepted)
+  X(step_accepted) X(drafts_forced) X(drafts_mtp) X(drafts_forced_accepted) X(grammar_ms)
 
 void to_json(nlohmann::json& j, const RequestStats& s) {
   j = nlohmann::json::object();

@@ -58,9 +58,17 @@ struct RequestStats {
   // drafts accepted, trunk passes that verified drafts, and roll-backs inside them (steps that
   // accepted fewer drafts than they verified).
   int64_t drafts_proposed = 0;
-  int64_t drafts_accepted = 0;
+  int64_t drafts_accepted = 0;  // both kinds: decode-side passes = tokens sampled - drafts_accepted
   int64_t verify_passes = 0;
   int64_t roll_backs = 0;
+  // By source (constrained decoding, spec/constrained.md §6.4): drafts the grammar forced and
+  // drafts the MTP head proposed (drafts_proposed = drafts_forced + drafts_mtp), and the forced
+  // ones accepted.
+  int64_t drafts_forced = 0;
+  int64_t drafts_mtp = 0;
+  int64_t drafts_forced_accepted = 0;
+  // Grammar work on the scheduler thread (masks, forced runs, picks' checks), ms.
+  double grammar_ms = 0;
   // Per speculative step, in order (steps without drafts too): drafts verified and accepted. What the drafter
   // proposed and the target accepted depends on the weights, which a dry run does not have: a
   // request log carries these two lists so that the replay model reproduces every other count

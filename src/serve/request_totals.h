@@ -18,6 +18,8 @@ struct RequestTotals {
   double prefill_ms = 0, decode_ms = 0;
   int64_t tokens_generated = 0;  // tokens fed back through decode (RequestStats::tokens_generated)
   int64_t drafts_proposed = 0, drafts_accepted = 0, verify_passes = 0, roll_backs = 0;
+  int64_t drafts_forced = 0, drafts_mtp = 0, drafts_forced_accepted = 0;
+  double grammar_ms = 0;
 
   void add(const RequestStats& s) {
     ++requests;
@@ -41,6 +43,10 @@ struct RequestTotals {
     drafts_accepted += s.drafts_accepted;
     verify_passes += s.verify_passes;
     roll_backs += s.roll_backs;
+    drafts_forced += s.drafts_forced;
+    drafts_mtp += s.drafts_mtp;
+    drafts_forced_accepted += s.drafts_forced_accepted;
+    grammar_ms += s.grammar_ms;
   }
 };
 

@@ -118,6 +118,9 @@ std::vector<ServingSetting> make_table() {
                       [](auto& c) -> auto& { return c.slot.ctx_checkpoints; }));
   t.push_back(int_row({"--cache-ram"}, {}, "MIB", "host prompt cache budget, 0 = off (default {})", true, 0, kBig,
                       [](auto& c) -> auto& { return c.cache_ram_mib; }));
+  t.push_back(int_row({"--grammar-cache"}, {}, "MIB",
+                      "compiled grammars and their token masks kept by text (default {})", false, 1, 1 << 20,
+                      [](auto& c) -> auto& { return c.grammar_cache_mib; }));
   {
     ServingSetting r;
     r.names = {"--checkpoint-policy"};
@@ -159,6 +162,14 @@ std::vector<ServingSetting> make_table() {
     r.get = [](const EngineConfig& c) { return probability_text(c.speculation.p_min); };
     t.push_back(std::move(r));
   }
+  t.push_back(on_off_row({"--spec-mtp"},
+                         "draft with the MTP head (default {}; off, or a file without one:\n"
+                         "only a request's grammar drafts, the tokens it forces)",
+                         true, false, [](auto& c) -> auto& { return c.speculation.mtp_drafts; }));
+  t.push_back(on_off_row({"--spec-forced"},
+                         "a request's grammar drafts the tokens it forces, no MTP call\n"
+                         "(default {}; off: the MTP head drafts them too)",
+                         true, true, [](auto& c) -> auto& { return c.speculation.forced_drafts; }));
   t.push_back(on_off_row({"--spec-rollback-aware"},
                          "prompt passes keep k+1 states with a per-token tail only (default {};\n"
                          "off: the stock way, the whole pass per token)",

@@ -340,7 +340,7 @@ size_t Slot::speculation_bytes() const {
 }
 
 std::span<const int32_t> Slot::decode_speculative(int32_t token, TokenPicker& picker, int64_t max_tokens,
-                                                  std::span<const int32_t> stop_tokens) {
+                                                  std::span<const int32_t> stop_tokens, DraftConstraint* constraint) {
   if (!open_) throw std::logic_error("Slot::decode_speculative: no open request (call prefill first)");
   if (!spec_) throw std::logic_error("Slot::decode_speculative: speculation is not enabled (enable_speculation)");
   const auto t0 = Clock::now();
@@ -350,6 +350,7 @@ std::span<const int32_t> Slot::decode_speculative(int32_t token, TokenPicker& pi
   lim.max_tokens = max_tokens;
   lim.stop_tokens = stop_tokens;
   lim.context = cached_;
+  lim.constraint = constraint;
   try {
     spec_->step(token, picker, step, lim);
   } catch (...) {
@@ -363,6 +364,9 @@ std::span<const int32_t> Slot::decode_speculative(int32_t token, TokenPicker& pi
   stats_.tokens_generated += 1 + step.accepted;
   stats_.drafts_proposed += step.drafted;
   stats_.drafts_accepted += step.accepted;
+  stats_.drafts_forced += step.forced;
+  stats_.drafts_mtp += step.drafted - step.forced;
+  stats_.drafts_forced_accepted += step.forced_accepted;
   stats_.verify_passes += step.verified ? 1 : 0;
   stats_.roll_backs += step.rolled_back ? 1 : 0;
   stats_.step_drafted.push_back(step.drafted);  // every step, verified or not: the dry run replays them in order

@@ -78,8 +78,11 @@ class Slot {
   // then the next token, which is not fed yet (pass it to the next call) — exactly what
   // 1 + accepted rounds of decode() + picker.pick() would produce. At most max_tokens tokens;
   // an emitted stop token ends the list. Valid until the next call.
+  // constraint: the request's grammar (serve/draft_constraint.h) when it has one; the picker then
+  // picks under the same grammar.
   std::span<const int32_t> decode_speculative(int32_t token, TokenPicker& picker, int64_t max_tokens = INT64_MAX,
-                                              std::span<const int32_t> stop_tokens = {});
+                                              std::span<const int32_t> stop_tokens = {},
+                                              DraftConstraint* constraint = nullptr);
   // Finishes the open request (also done by the next prefill) and returns its statistics.
   const RequestStats& end_request();
 

@@ -12,6 +12,12 @@ struct SpecConfig {
   int draft_max = 3;        // k: drafts per step (rollback states retained: k + 1)
   int draft_min = 0;        // fewer drafts than this: none (a plain step)
   float p_min = 0.0f;       // stop drafting when the greedy draft's probability (over the top 10) is below
+  // Draft with the model's MTP head; off (or a file without the block): only a request's grammar
+  // drafts (the tokens it forces), and requests without one decode token by token.
+  bool mtp_drafts = true;
+  // A request's grammar proposes the tokens it forces as drafts (spec/constrained.md §6.4); off:
+  // the MTP head drafts those positions too (filtered by the grammar, as every MTP draft is).
+  bool forced_drafts = true;
   // Ablations.
   // Prompt passes retain the last draft_max + 1 recurrent states, as llama.cpp does whenever
   // speculation is on (n_rs_seq); rollback-aware: only their last draft_max tokens run per token

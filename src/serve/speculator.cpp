@@ -1,6 +1,7 @@
 #include "serve/speculator.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -9,6 +10,21 @@ namespace tandem::serve {
 namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// The grammar with its forced runs hidden: with forced drafts off, the drafter drafts those
+// positions too (the grammar still filters what it proposes).
+class WithoutForcing final : public DraftConstraint {
+ public:
+  explicit WithoutForcing(DraftConstraint& c) : c_(c) {}
+  void begin() override { c_.begin(); }
+  bool complete() override { return c_.complete(); }
+  void forced(std::vector<int32_t>& out) override { out.clear(); }
+  bool allows(int32_t t) override { return c_.allows(t); }
+  void advance(int32_t t) override { c_.advance(t); }
+
+ private:
+  DraftConstraint& c_;
+};
 }  // namespace
 
 int32_t GreedyPicker::pick(std::span<const float> logits) {
@@ -29,7 +45,7 @@ void Speculator::set_config(const SpecConfig& cfg) {
   cfg_ = cfg;
 }
 
-size_t Speculator::bytes() const { return (drafts_.capacity() + batch_.capacity()) * sizeof(int32_t); }
+size_t Speculator::bytes() const { return (drafts_.capacity() + batch_.capacity() + forced_.capacity()) * sizeof(int32_t); }
 
 const std::vector<int32_t>& Speculator::draft(int32_t last, int max_drafts, std::span<const int32_t> context) {
   const auto t0 = Clock::now();
@@ -49,17 +65,41 @@ void Speculator::step(int32_t last, TokenPicker& picker, SpecStep& out, const Sp
   if (P >= backend_.n_ctx())
     throw std::length_error("speculation: the context of " + std::to_string(backend_.n_ctx()) + " tokens is full");
   out.tokens.clear();
-  out.drafted = out.accepted = 0;
+  out.drafted = out.accepted = out.forced = out.forced_accepted = 0;
   out.verified = out.rolled_back = false;
   ++counters_.steps;
 
   // 1. Draft.
   drafts_.clear();
+  int64_t n_forced = 0;
   if (cfg_.enabled) {
     const int64_t k = std::min<int64_t>({cfg_.draft_max, lim.max_tokens - 1, backend_.n_ctx() - P - 1});
     const auto t0 = Clock::now();
-    backend_.draft(last, static_cast<int>(k), lim.context, drafts_);
-    if (static_cast<int>(drafts_.size()) < cfg_.draft_min) drafts_.clear();
+    std::optional<WithoutForcing> unforced;
+    if (lim.constraint && !cfg_.forced_drafts) unforced.emplace(*lim.constraint);
+    DraftConstraint* c = unforced ? &*unforced : lim.constraint;
+    // The grammar's forced run from c's position, up to the step's limit.
+    const auto append_forced = [&] {
+      if (!c || !cfg_.forced_drafts || static_cast<int64_t>(drafts_.size()) >= k || c->complete()) return;
+      c->forced(forced_);
+      for (int32_t t : forced_) {
+        if (static_cast<int64_t>(drafts_.size()) >= k) break;
+        drafts_.push_back(t);
+        c->advance(t);
+        ++n_forced;
+      }
+    };
+    if (c) c->begin();
+    if (!c || !c->complete()) {
+      append_forced();
+      // The MTP head drafts only from `last`: after a forced run at the start it has no hidden
+      // state to chain from, so the step is the forced run alone.
+      if (drafts_.empty() && k > 0) {
+        backend_.draft(last, static_cast<int>(k), lim.context, drafts_, c);
+        append_forced();
+      }
+    }
+    if (static_cast<int>(drafts_.size()) < cfg_.draft_min) drafts_.clear(), n_forced = 0;
     if (hook_) {
       hook_(P + 1, last, static_cast<int>(k), drafts_);
       if (static_cast<int64_t>(drafts_.size()) > k)
@@ -104,6 +144,12 @@ void Speculator::step(int32_t last, TokenPicker& picker, SpecStep& out, const Sp
   }
   out.drafted = static_cast<int>(k);
   out.accepted = static_cast<int>(j);
+  // The forced run is the last n_forced drafts (a hook may have shortened the list).
+  n_forced = std::min(n_forced, k);
+  out.forced = static_cast<int>(n_forced);
+  out.forced_accepted = static_cast<int>(std::max<int64_t>(0, j - (k - n_forced)));
+  counters_.drafts_forced += out.forced;
+  counters_.drafts_forced_accepted += out.forced_accepted;
   out.verified = k > 0;
   counters_.verify_passes += k > 0 ? 1 : 0;
   counters_.drafts_proposed += k;

@@ -3,8 +3,10 @@
 // the trunk verifies; NullBackend: the dry run, with the drafts a request log says were accepted).
 //
 // One step, from a state at position P and the token `last` chosen for P (not yet fed):
-//   1. draft: the backend proposes up to k = min(draft_max, max_tokens - 1, room) tokens
-//      (serve/mtp_drafter.h); fewer than draft_min: none;
+//   1. draft: up to k = min(draft_max, max_tokens - 1, room) tokens — under a request's grammar
+//      (SpecLimits::constraint) first the tokens it forces (no MTP call), else the backend's
+//      drafts (serve/mtp_drafter.h: only tokens the grammar allows) followed by the run the grammar
+//      forces after them; fewer than draft_min: none;
 //   2. verify: ONE backend pass over [last, d1..dk] with every row's logits;
 //   3. accept: the picker chooses the target's token at each row in order (greedy: argmax; with a
 //      sampler: sample-and-match, so the output is what the same sampler would give without
@@ -55,6 +57,9 @@ struct SpecLimits {
   // The tokens the state consumed ([0, n_past)): needed only after the state was replaced
   // (a prompt-cache load) to know the tokens of positions the drafter never saw.
   std::span<const int32_t> context;
+  // The request's grammar (serve/draft_constraint.h), at the state after `last`; null: none. The
+  // picker must apply the same grammar's mask (serve/grammar_picker.h): drafts only propose.
+  DraftConstraint* constraint = nullptr;
 };
 
 struct SpecStep {
@@ -63,12 +68,15 @@ struct SpecStep {
   std::vector<int32_t> tokens;
   int drafted = 0;   // drafts verified
   int accepted = 0;  // drafts accepted
+  int forced = 0;    // of the drafts, the grammar's forced run (the last ones)
+  int forced_accepted = 0;
   bool verified = false;  // a pass ran with drafts (false: plain one-token pass)
   bool rolled_back = false;  // fewer accepted than drafted: the state went back inside the pass
 };
 
 struct SpecCounters {
   int64_t steps = 0, verify_passes = 0, drafts_proposed = 0, drafts_accepted = 0, tokens = 0, roll_backs = 0;
+  int64_t drafts_forced = 0, drafts_forced_accepted = 0;  // the grammar's share of proposed / accepted
   // draft_ms: the backend's draft() calls, which include the MTP head's catch-up with the trunk
   // (MtpDrafter's DrafterCounters::sync_ms is that part of it).
   double draft_ms = 0, verify_ms = 0, rollback_ms = 0;
@@ -103,7 +111,7 @@ class Speculator {
   StateBackend& backend_;
   SpecConfig cfg_;
   DraftHook hook_;
-  std::vector<int32_t> drafts_, batch_;
+  std::vector<int32_t> drafts_, batch_, forced_;
   SpecCounters counters_;
 };
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "model/sequence_state.h"
+#include "serve/draft_constraint.h"
 #include "serve/spec_config.h"
 
 namespace tandem::serve {
@@ -88,8 +89,12 @@ class StateBackend {
   virtual void stop_speculation() = 0;
   // Up to max_drafts tokens proposed to follow `last` (the token chosen for position n_past(),
   // not fed yet), into drafts (cleared first). context: the tokens the state consumed, needed
-  // only when the drafter never saw them (after a prompt-cache load).
-  virtual void draft(int32_t last, int max_drafts, std::span<const int32_t> context, std::vector<int32_t>& drafts) = 0;
+  // only when the drafter never saw them (after a prompt-cache load). constraint (may be null):
+  // a request's grammar — each draft is the drafter's best candidate it allows (drafting stops
+  // when none is), and drafting stops before a position where it forces tokens or is complete
+  // (the speculator appends the forced run); each draft advances it.
+  virtual void draft(int32_t last, int max_drafts, std::span<const int32_t> context, std::vector<int32_t>& drafts,
+                     DraftConstraint* constraint = nullptr) = 0;
   // One pass over tokens (the last token and its drafts) at n_past(), with every row's logits
   // (one row for a single token); advances the state by tokens.size() and keeps what
   // roll_back needs. The rows stay valid until the next pass.

@@ -32,9 +32,12 @@ void Sampler::accept(int32_t token) {
   history_len_ = std::min(history_len_ + 1, history_.size());
 }
 
-int32_t Sampler::sample(std::span<const float> logits) {
-  const size_t n = logits.size();
-  if (n == 0) return -1;
+int32_t Sampler::sample(std::span<const float> logits) { return sample(logits, {}); }
+
+int32_t Sampler::sample(std::span<const float> logits, std::span<const uint64_t> allowed) {
+  const size_t n_vocab = logits.size();
+  if (n_vocab == 0) return -1;
+  const size_t n = n_vocab;
   if (cands_.size() != n) {  // allocates only the first time for this vocabulary size
     cands_.resize(n);
     probs_.reserve(n);
@@ -60,15 +63,28 @@ int32_t Sampler::sample(std::span<const float> logits) {
     }
   }
 
+  // A grammar's mask: only the allowed candidates go on (in id order, so that ties still break to
+  // the lowest id), after the penalties, which index candidates by id.
+  size_t m = n;
+  if (!allowed.empty()) {
+    m = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const size_t w = i >> 6;
+      if (w < allowed.size() && ((allowed[w] >> (i & 63)) & 1u)) cands_[m++] = cands_[i];
+    }
+    if (m == 0) return -1;
+  }
+  const auto first = cands_.begin(), last = cands_.begin() + static_cast<std::ptrdiff_t>(m);
+
   auto by_logit = [](const Cand& a, const Cand& b) { return a.logit != b.logit ? a.logit > b.logit : a.id < b.id; };
   if (p_.temperature <= 0.0f) {
-    return std::min_element(cands_.begin(), cands_.end(), by_logit)->id;  // greedy: lowest id on ties
+    return std::min_element(first, last, by_logit)->id;  // greedy: lowest id on ties
   }
 
   // top-k: keep the k best (sorted). Without top-k the whole vocabulary is sorted once.
-  size_t keep = n;
-  if (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < n) keep = static_cast<size_t>(p_.top_k);
-  std::partial_sort(cands_.begin(), cands_.begin() + static_cast<std::ptrdiff_t>(keep), cands_.end(), by_logit);
+  size_t keep = m;
+  if (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < m) keep = static_cast<size_t>(p_.top_k);
+  std::partial_sort(first, first + static_cast<std::ptrdiff_t>(keep), last, by_logit);
 
   // Softmax over the kept candidates (at temperature 1, as llama.cpp's top-p/min-p see them).
   probs_.resize(keep);

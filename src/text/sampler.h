@@ -35,6 +35,12 @@ class Sampler {
   // Samples from logits (n_vocab floats). Does not modify logits. Does not record the token: call
   // accept() with the token that is actually appended (sampled or forced).
   int32_t sample(std::span<const float> logits);
+  // The same under a grammar's mask (bit i of `allowed`: token i may be drawn; empty: all):
+  // "mask, then chain" — the penalties, top-k/p, min-p and temperature see only the allowed
+  // tokens, so the draw is from the distribution conditioned on being legal. -1 when nothing
+  // is allowed.
+  int32_t sample(std::span<const float> logits, std::span<const uint64_t> allowed);
+  bool greedy() const { return p_.temperature <= 0.0f; }
   // Adds a token to the penalty history (prompt tokens too, if they should be penalized).
   void accept(int32_t token);
   // Clears history and reseeds.

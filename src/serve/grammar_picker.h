@@ -1,0 +1,41 @@
+// The target's pick under a request's grammar (spec/constrained.md §6.3): the sampler sees only
+// the tokens the grammar allows ("mask, then chain": the draw is from the distribution
+// conditioned on being legal; llama.cpp instead samples first and resamples over the mask when
+// the pick was illegal, which differs under top-k/p — docs/constrained.md). Greedy takes a fast
+// path: the unmasked argmax when the grammar allows it (then it is also the masked argmax, ties
+// to the lowest id either way), the masked argmax otherwise.
+//
+// The same picker serves plain decoding and every verified row of a speculative step, so a
+// constrained answer is token for token the same with speculation on or off.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "grammar/compiled_grammar.h"
+#include "serve/speculator.h"
+#include "text/sampler.h"
+
+namespace tandem::serve {
+
+class GrammarPicker final : public TokenPicker {
+ public:
+  // matcher null: the sampler alone.
+  GrammarPicker(text::Sampler& sampler, grammar::Matcher* matcher) : s_(sampler), m_(matcher) {}
+  // Throws std::runtime_error if the grammar allows nothing (a live state always allows a token).
+  int32_t pick(std::span<const float> logits) override;
+  // Records the token in the sampler's history and moves the grammar past it.
+  void accept(int32_t token) override;
+
+  // Greedy picks where the grammar changed the argmax (spec §6.6 I2c: the intervention rate).
+  int64_t interventions() const { return interventions_; }
+  double grammar_ms() const { return grammar_ms_; }
+
+ private:
+  text::Sampler& s_;
+  grammar::Matcher* m_;
+  int64_t interventions_ = 0;
+  double grammar_ms_ = 0;
+};
+
+}  // namespace tandem::serve

@@ -75,6 +75,58 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+bool hex4(std::string_view s, size_t at, unsigned& v) {
+  if (at + 4 > s.size()) return false;
+  v = 0;
+  for (size_t i = at; i < at + 4; ++i) {
+    const char c = s[i];
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0) return false;
+    v = v * 16 + static_cast<unsigned>(d);
+  }
+  return true;
+}
+
+// Rewrites every lone surrogate escape inside a string literal (a high one not followed by a low
+// one, a low one not preceded by a high one) as \ufffd, in place (both six bytes). JSON's grammar
+// admits them (RFC 8259 §8.2), so the schema's string rule does too; the JSON library refuses
+// them. Returns false when there were none.
+bool replace_lone_surrogates(std::string& s) {
+  bool changed = false, in_string = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (!in_string) {
+      in_string = c == '"';
+      continue;
+    }
+    if (c == '"') {
+      in_string = false;
+      continue;
+    }
+    if (c != '\\' || i + 1 >= s.size()) continue;
+    if (s[i + 1] != 'u') {
+      ++i;  // a two-character escape (\" included)
+      continue;
+    }
+    unsigned v = 0;
+    if (!hex4(s, i + 2, v)) continue;  // malformed: the JSON parser reports it
+    if (v >= 0xD800 && v <= 0xDBFF) {
+      unsigned low = 0;
+      if (i + 7 < s.size() && s[i + 6] == '\\' && s[i + 7] == 'u' && hex4(s, i + 8, low) && low >= 0xDC00 && low <= 0xDFFF) {
+        i += 11;  // a pair
+        continue;
+      }
+    } else if (!(v >= 0xDC00 && v <= 0xDFFF)) {
+      i += 5;
+      continue;
+    }
+    s.replace(i, 6, "\\ufffd");
+    changed = true;
+    i += 5;
+  }
+  return changed;
+}
+
 // Validation of one parsed object; throws std::string (caught in parse_action).
 class Checker {
  public:
@@ -398,6 +450,8 @@ ParseResult parse_action(std::string_view output, const ParseOptions& opt) noexc
       }
       return true;
     };
+    std::string repaired(s);
+    if (replace_lone_surrogates(repaired)) s = repaired;
     ojson j;
     try {
       j = ojson::parse(s.begin(), s.end(), cb, /*allow_exceptions=*/true, /*ignore_comments=*/false);
@@ -425,11 +479,38 @@ ParseResult parse_action(std::string_view output, const ParseOptions& opt) noexc
   return r;
 }
 
+// Bounds: what a real screen bounds, so that the longest answer fits a step's token budget and the
+// grammar stays small (constrained decoding compiles this schema; a model with random weights, or a
+// confused one, inside a string or an integer emits legal tokens until the bound).
+//   index <= 999: a screen's accessibility tree indexes tens of controls, a long list a few hundred;
+//     three digits at most.
+//   text, message <= 48 characters: what an agent types into one field (a search, an address, a
+//     time) or reports when it stops fits one line of a phone screen; longer text costs decode
+//     passes on every step that types.
+//   app: 1..32 characters, the first not whitespace (parse_action rejects a blank name; a pattern,
+//     since "minLength" would admit "  "): launcher labels are short.
+//   seconds: an integer 1..60 (parse_action takes any number in (0, 60]; a grammar cannot bound a
+//     JSON number, only an integer).
+//   swipe points: integers 0..9999 (phone screens are under 4000 pixels; parse_action's own limit
+//     is 100000).
+// Every answer this schema admits passes parse_action (test ActionSchema.*). The variants keep the
+// prompt's key order with "action" first: llama.cpp's converter (and grammar/json_schema) puts
+// required properties before optional ones, which would move "input"'s optional "index" after its
+// required "text"; "input" is therefore two variants (with and without "index", as "swipe" is), and
+// the reordering then changes nothing: every other optional property already follows the required
+// ones ("scroll" index, "wait" seconds, "finish" message).
 const ojson& action_schema() {
   static const ojson schema = [] {
-    auto index = ojson{{"type", "integer"}, {"minimum", 0}, {"description", "the control's number on the screen"}};
+    auto index = ojson{{"type", "integer"},
+                       {"minimum", 0},
+                       {"maximum", kMaxSchemaIndex},
+                       {"description", "the control's number on the screen"}};
+    auto text = [](int max_length) { return ojson{{"type", "string"}, {"maxLength", max_length}}; };
     auto dir = ojson{{"enum", {"up", "down", "left", "right"}}};
-    auto point = ojson{{"type", "array"}, {"items", {{"type", "integer"}, {"minimum", 0}}}, {"minItems", 2}, {"maxItems", 2}};
+    auto point = ojson{{"type", "array"},
+                       {"items", {{"type", "integer"}, {"minimum", 0}, {"maximum", kMaxSchemaPixel}}},
+                       {"minItems", 2},
+                       {"maxItems", 2}};
     auto variant = [](const char* name, ojson props, std::vector<std::string> required) {
       ojson p = ojson::object();
       p["action"] = ojson{{"const", name}};
@@ -440,20 +521,21 @@ const ojson& action_schema() {
     ojson one_of = ojson::array();
     one_of.push_back(variant("tap", {{"index", index}}, {"index"}));
     one_of.push_back(variant("long_press", {{"index", index}}, {"index"}));
-    one_of.push_back(variant("input", {{"index", index}, {"text", {{"type", "string"}}}}, {"text"}));
+    one_of.push_back(variant("input", {{"index", index}, {"text", text(kMaxSchemaText)}}, {"index", "text"}));
+    one_of.push_back(variant("input", {{"text", text(kMaxSchemaText)}}, {"text"}));
     one_of.push_back(variant("scroll", {{"direction", dir}, {"index", index}}, {"direction"}));
-    ojson swipe_dir = variant("swipe", {{"direction", dir}}, {"direction"});
-    ojson swipe_pts = variant("swipe", {{"from", point}, {"to", point}}, {"from", "to"});
-    one_of.push_back(swipe_dir);
-    one_of.push_back(swipe_pts);
+    one_of.push_back(variant("swipe", {{"direction", dir}}, {"direction"}));
+    one_of.push_back(variant("swipe", {{"from", point}, {"to", point}}, {"from", "to"}));
     one_of.push_back(variant("back", ojson::object(), {}));
     one_of.push_back(variant("home", ojson::object(), {}));
-    one_of.push_back(variant("open_app", {{"app", {{"type", "string"}, {"minLength", 1}}}}, {"app"}));
-    one_of.push_back(
-        variant("wait", {{"seconds", {{"type", "number"}, {"exclusiveMinimum", 0}, {"maximum", 60}}}}, {}));
+    // ECMA-262 regex: one character that is not a space, tab or line break, then up to 31 that are
+    // not line breaks ("." excludes them): a name parse_action's trim cannot empty.
+    const std::string app_pattern = "^[^ \\t\\n\\r].{0," + std::to_string(kMaxSchemaApp - 1) + "}$";
+    one_of.push_back(variant("open_app", {{"app", {{"type", "string"}, {"pattern", app_pattern}}}}, {"app"}));
+    one_of.push_back(variant("wait", {{"seconds", {{"type", "integer"}, {"minimum", 1}, {"maximum", 60}}}}, {}));
     one_of.push_back(variant("finish",
                              {{"status", {{"enum", {"success", "failure", "infeasible"}}}},
-                              {"message", {{"type", "string"}}}},
+                              {"message", text(kMaxSchemaText)}},
                              {"status"}));
     ojson s;
     s["$schema"] = "https://json-schema.org/draft/2020-12/schema";

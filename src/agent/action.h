@@ -14,6 +14,8 @@
 // exactly one JSON object (surrounding whitespace and one ```json fence allowed), a known
 // action, every required field with the right type and range, no unknown or duplicate keys.
 // It never throws: malformed model output comes back as an error message saying what is wrong.
+// A lone UTF-16 surrogate escape in a string ("\ud800"), which JSON's grammar admits and the JSON
+// library rejects, is read as U+FFFD: the schema's strings admit it, so the parser must too.
 #pragma once
 
 #include <array>
@@ -75,7 +77,15 @@ struct ParseResult {
 ParseResult parse_action(std::string_view output, const ParseOptions& opt = {}) noexcept;
 
 // JSON Schema (draft 2020-12) of the action object, for constrained decoding ("response_format")
-// and documentation.
+// and documentation; shipped as schemas/agent-action.schema.json (its dump(2), written by
+// `tandem-agent-prompt --schema`). Stricter than parse_action: every answer it admits parses.
 const nlohmann::ordered_json& action_schema();
+
+// The schema's bounds (action.cpp says why each): the largest index, the longest "text" /
+// "message" and "app" in characters, the largest swipe coordinate.
+inline constexpr int64_t kMaxSchemaIndex = 999;
+inline constexpr int kMaxSchemaText = 48;
+inline constexpr int kMaxSchemaApp = 32;
+inline constexpr int64_t kMaxSchemaPixel = 9999;
 
 }  // namespace tandem::agent

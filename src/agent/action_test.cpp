@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -168,6 +170,34 @@ TEST(ActionParser, SchemaListsEveryAction) {
   std::string all = s.dump();
   for (const char* name : {"tap", "long_press", "input", "scroll", "swipe", "back", "home", "open_app", "wait", "finish"})
     EXPECT_NE(all.find(std::string("\"const\":\"") + name + "\""), std::string::npos) << name;
+}
+
+// schemas/agent-action.schema.json is what replays and clients send as "response_format"; it is
+// action_schema() pretty-printed, so the two cannot drift.
+TEST(ActionParser, ShippedSchemaFileIsActionSchema) {
+  const std::string path = std::string(TANDEM_SOURCE_DIR) + "/schemas/agent-action.schema.json";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "cannot open " << path;
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), action_schema().dump(2) + "\n")
+      << path << " differs from action_schema(); regenerate it with\n"
+      << "  build/tandem-agent-prompt --schema > schemas/agent-action.schema.json";
+}
+
+TEST(ActionParser, ReadsALoneSurrogateEscapeAsReplacementCharacter) {
+  // JSON's grammar (and so the schema's string rule) admits lone surrogate escapes; a pair stays a pair.
+  const ParseResult lone = parse_action(R"({"action":"input","text":"a\ud800b\uDC00"})");
+  ASSERT_TRUE(lone.ok()) << lone.error;
+  EXPECT_EQ(lone.action->text, "a\xEF\xBF\xBD" "b\xEF\xBF\xBD");
+  const ParseResult pair = parse_action(R"({"action":"finish","status":"success","message":"\ud83d\ude00 \u00e9"})");
+  ASSERT_TRUE(pair.ok()) << pair.error;
+  EXPECT_EQ(pair.action->text, "\xF0\x9F\x98\x80 \xC3\xA9");
+  // Outside strings nothing is rewritten: the JSON error stays.
+  EXPECT_FALSE(parse_action(R"({"action":"back"} \ud800)").ok());
+  const ParseResult escaped = parse_action(R"({"action":"input","text":"\\ud800"})");  // a backslash, then "ud800"
+  ASSERT_TRUE(escaped.ok()) << escaped.error;
+  EXPECT_EQ(escaped.action->text, "\\ud800");
 }
 
 TEST(ActionDescribe, HistoryLines) {

@@ -57,7 +57,19 @@ const std::set<std::string>& understood() {
   return k;
 }
 
-bool is_constraint(const std::string& k) { return !annotations().count(k); }
+// JSON Schema's constraint keywords the converter ignores: reported. Keywords of no vocabulary
+// are ignored silently, as JSON Schema itself ignores them (they also hold subschemas that
+// only $ref reaches, e.g. {"my-defs": {...}}).
+const std::set<std::string>& unsupported() {
+  static const std::set<std::string> k = {
+      "not", "if", "then", "else", "dependentSchemas", "dependentRequired", "dependencies", "uniqueItems",
+      "multipleOf", "minProperties", "maxProperties", "contains", "minContains", "maxContains",
+      "patternProperties", "propertyNames", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
+      "$recursiveRef"};
+  return k;
+}
+
+bool is_constraint(const std::string& k) { return understood().count(k) || unsupported().count(k) || k == "format"; }
 
 bool has_constraints(const ojson& s) {
   for (auto it = s.begin(); it != s.end(); ++it)
@@ -246,6 +258,11 @@ class Converter {
         {"uuid", {R"("\"" [0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12} "\"")" + S,
                   S.empty() ? "" : "space"}},
         {"char", {R"([^"\\\x7F\x00-\x1F] | [\\] (["\\bfnrt] | "u" [0-9a-fA-F]{4}))", ""}},
+        // One character as minLength / maxLength count them (code points): a surrogate pair
+        // written as two \u escapes is one, a lone surrogate escape is left out (llama.cpp
+        // counts `char`s, so "\ud83d\ude00" passes a minLength of 2 there).
+        {"code-point", {R"([^"\\\x7F\x00-\x1F] | [\\] (["\\bfnrt] | "u" ([0-9a-cA-CeEfF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} | [dD] [89abAB] [0-9a-fA-F]{2} [\\] "u" [dD] [c-fC-F] [0-9a-fA-F]{2})))",
+                        ""}},
         {"string", {R"("\"" char* "\"")" + S, "char" + std::string(S.empty() ? "" : " space")}},
         {"null", {R"("null")" + S, S.empty() ? "" : "space"}},
         {"date", {R"([0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [1-2] [0-9] | "3" [0-1] ))", ""}},
@@ -473,8 +490,7 @@ class Converter {
   void report_unknown(const ojson& s, const std::string& path) {
     for (auto it = s.begin(); it != s.end(); ++it) {
       const std::string& k = it.key();
-      if (annotations().count(k) || understood().count(k)) continue;
-      warn(path, k);
+      if (unsupported().count(k)) warn(path, k);
     }
     if (s.contains("format") && s["format"].is_string() && !supported_format(s)) {
       // In draft 2020-12 `format` only annotates; the converter enforces the four llama.cpp does.
@@ -999,7 +1015,7 @@ class Converter {
       int min = std::max(0, count_keyword(s, "minLength", path));
       int max = count_keyword(s, "maxLength", path);
       clamp_bounds(min, max, path, "minLength", "maxLength");
-      std::string reps = repetition(primitive("char"), min, max, "");
+      std::string reps = repetition(primitive("code-point"), min, max, "");
       return "\"\\\"\" " + (reps.empty() ? "" : reps + " ") + "\"\\\"\"" + sp();
     }
     return primitive("string");

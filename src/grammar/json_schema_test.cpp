@@ -110,7 +110,7 @@ TEST(JsonSchemaGbnf, ArraysAndStrings) {
   EXPECT_EQ(rule(convert(R"({"type":"array","prefixItems":[{"type":"string"},{"type":"integer"}]})").gbnf, "root"),
             R"("[" space string "," space integer "]" space)");
   EXPECT_EQ(rule(convert(R"({"type":"string","minLength":2,"maxLength":5})").gbnf, "root"),
-            R"("\"" char{2,5} "\"" space)");
+            R"("\"" code-point{2,5} "\"" space)");
   EXPECT_EQ(rule(convert(R"({"type":"string","format":"date"})").gbnf, "root"), "date-string");
   EXPECT_EQ(rule(convert(R"({"type":"string","format":"uuid"})").gbnf, "root"), "uuid");
 }
@@ -143,7 +143,7 @@ TEST(JsonSchemaGbnf, AnyOfSiblingsApplyToEveryAlternative) {
   // An alternative that cannot match beside its siblings is left out.
   const auto one = convert(R"({"type":"string","anyOf":[{"type":"integer"},{"maxLength":1}]})");
   EXPECT_EQ(rule(one.gbnf, "root"), "alternative-1");
-  EXPECT_EQ(rule(one.gbnf, "alternative-1"), R"("\"" char? "\"" space)");
+  EXPECT_EQ(rule(one.gbnf, "alternative-1"), R"("\"" code-point? "\"" space)");
   EXPECT_NE(error_of(R"({"type":"string","anyOf":[{"type":"integer"}]})").find("no alternative can match"),
             std::string::npos);
 }

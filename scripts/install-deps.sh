@@ -5,7 +5,8 @@
 set -euo pipefail
 pkgs=(cmake ninja-build g++ ccache pkg-config libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
       libcpp-httplib-dev python3-numpy clang libclang-rt-14-dev gnuplot-nox
-      libicu-dev)  # ICU: tokenizer Unicode classes
+      libicu-dev  # ICU: tokenizer Unicode classes
+      json-schema-test-suite python3-jsonschema)  # the JSON Schema -> GBNF conformance test
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

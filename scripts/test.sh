@@ -4,7 +4,8 @@
 #   2. Release build + every test (ctest)
 #   3. the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   4. the concurrency tests under ThreadSanitizer
-#   5. the GGUF reader fuzzer (libFuzzer, clang) for FUZZ_SECONDS (default 60)
+#   5. the GGUF reader fuzzer (libFuzzer, clang) for FUZZ_SECONDS (default 60), then the grammar
+#      fuzzer (GBNF and JSON Schema) for as long
 # Golden-data tests read ../shared/golden when present and skip visibly otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,3 +36,6 @@ TSAN_OPTIONS=halt_on_error=1 ./build-tsan/tandem_runtime_tests
 
 echo "== GGUF reader fuzzing"
 bash fuzz/run_gguf_fuzz.sh "${FUZZ_SECONDS:-60}"
+
+echo "== grammar fuzzing (GBNF, JSON Schema)"
+bash fuzz/run_grammar_fuzz.sh "${FUZZ_SECONDS:-60}"

@@ -212,6 +212,7 @@ struct CompiledGrammar::Impl {
       throw GrammarLimitError("grammar state limit reached (max_states = " + std::to_string(limits.max_states) + ")");
     charge(sizeof(State) + k.size() * 4 + 64);
     State& s = states.emplace_back();
+    tables.push_back(nullptr);
     s.key = k;
     for (const Stack& st : stacks) {
       if (st.empty()) {
@@ -264,6 +265,77 @@ struct CompiledGrammar::Impl {
     return intern(out, Partial{});
   }
 
+  // The character a lead byte starts (strict UTF-8); false for a stray continuation byte,
+  // C0/C1 and F5..FF.
+  static bool lead_partial(uint8_t b, Partial& q) {
+    if (b >= 0xC2 && b <= 0xDF) q = {b & 0x1Fu, 1, 0x80, 0xBF};
+    else if (b == 0xE0) q = {0, 2, 0xA0, 0xBF};
+    else if (b == 0xED) q = {0xD, 2, 0x80, 0x9F};
+    else if (b >= 0xE1 && b <= 0xEF) q = {b & 0x0Fu, 2, 0x80, 0xBF};
+    else if (b == 0xF0) q = {0, 3, 0x90, 0xBF};
+    else if (b >= 0xF1 && b <= 0xF3) q = {b & 0x07u, 3, 0x80, 0xBF};
+    else if (b == 0xF4) q = {4, 3, 0x80, 0x8F};
+    else return false;
+    return true;
+  }
+
+  // All 256 transitions of a state at once, the stacks decoded once. Bytes that complete a
+  // character matched by the same subset of stacks lead to the same state, so each subset is
+  // advanced once (a dense class like [^"\\] costs one advance, not ~100). States with more
+  // than 64 stacks are left to compute_transition, byte by byte.
+  void fill_table(GrammarState sid, uint32_t* t) {
+    const State& s = states[sid];
+    if (s.finished) {
+      std::fill(t, t + 256, kDeadState);
+      return;
+    }
+    const Partial p = s.partial();
+    const std::vector<Stack> stacks = decode_stacks(s);
+    if (stacks.size() > 64) return;
+    std::vector<const CodePointSet*> cls(stacks.size(), nullptr);
+    for (size_t i = 0; i < stacks.size(); ++i)
+      if (!stacks[i].empty() && prog.is_class(stacks[i].back()))
+        cls[i] = &prog.classes[static_cast<size_t>(prog.cls[stacks[i].back()])];
+    std::vector<std::pair<uint64_t, GrammarState>> by_subset;
+    auto complete_cp = [&](uint32_t cp, bool any) -> GrammarState {
+      uint64_t subset = 0;
+      for (size_t i = 0; i < stacks.size(); ++i)
+        if (cls[i] && (any || cls[i]->contains(cp))) subset |= uint64_t{1} << i;
+      if (!subset) return kDeadState;
+      for (const auto& [k, v] : by_subset)
+        if (k == subset) return v;
+      std::vector<Stack> work, out;
+      for (size_t i = 0; i < stacks.size(); ++i)
+        if ((subset >> i) & 1u) step_past_top(stacks[i], work);
+      expand(work, out);
+      const GrammarState r = intern(out, Partial{});
+      by_subset.emplace_back(subset, r);
+      return r;
+    };
+    auto partial_state = [&](Partial q) -> GrammarState {
+      std::vector<Stack> kept;
+      filter_partial(stacks, q, kept);
+      return intern(kept, q);
+    };
+    if (p.n > 0) {
+      for (int b = 0; b < 256; ++b) {
+        if (b < p.lo || b > p.hi) {
+          t[b] = kDeadState;
+          continue;
+        }
+        const Partial q{p.value == kWild ? kWild : (p.value << 6) | (static_cast<uint32_t>(b) & 0x3Fu),
+                        static_cast<uint8_t>(p.n - 1), 0x80, 0xBF};
+        t[b] = q.n == 0 ? complete_cp(q.value, q.value == kWild) : partial_state(q);
+      }
+      return;
+    }
+    for (int b = 0; b < 0x80; ++b) t[b] = complete_cp(static_cast<uint32_t>(b), false);
+    for (int b = 0x80; b < 256; ++b) {
+      Partial q;
+      t[b] = lead_partial(static_cast<uint8_t>(b), q) ? partial_state(q) : kDeadState;
+    }
+  }
+
   GrammarState compute_transition(GrammarState sid, uint8_t b) {
     const State& s = states[sid];
     if (s.finished) return kDeadState;
@@ -279,28 +351,25 @@ struct CompiledGrammar::Impl {
     }
     if (b < 0x80) return advance_cp(stacks, b, false);
     Partial q;
-    if (b >= 0xC2 && b <= 0xDF) q = {b & 0x1Fu, 1, 0x80, 0xBF};
-    else if (b == 0xE0) q = {0, 2, 0xA0, 0xBF};
-    else if (b == 0xED) q = {0xD, 2, 0x80, 0x9F};
-    else if (b >= 0xE1 && b <= 0xEF) q = {b & 0x0Fu, 2, 0x80, 0xBF};
-    else if (b == 0xF0) q = {0, 3, 0x90, 0xBF};
-    else if (b >= 0xF1 && b <= 0xF3) q = {b & 0x07u, 3, 0x80, 0xBF};
-    else if (b == 0xF4) q = {4, 3, 0x80, 0x8F};
-    else return kDeadState;  // stray continuation byte, C0/C1, F5..FF
+    if (!lead_partial(b, q)) return kDeadState;
     std::vector<Stack> kept;
     filter_partial(stacks, q, kept);
     return intern(kept, q);
   }
 
+  // The state's transition table, filled on first use.
   uint32_t* table(GrammarState s) {
+    if (tables[s]) return tables[s];
     State& st = states[s];
-    if (!st.trans) {
-      charge(256 * sizeof(uint32_t));
-      st.trans = std::make_unique<uint32_t[]>(256);
-      std::fill(st.trans.get(), st.trans.get() + 256, kUnknown);
-    }
-    return st.trans.get();
+    charge(256 * sizeof(uint32_t));
+    st.trans = std::make_unique<uint32_t[]>(256);
+    uint32_t* t = st.trans.get();
+    std::fill(t, t + 256, kUnknown);
+    tables[s] = t;
+    fill_table(s, t);  // may intern states (tables grows; `t` stays valid)
+    return t;
   }
+  std::vector<uint32_t*> tables;  // by state (same size as states): its table, or null; flat, no deque lookup
 
   GrammarState next(GrammarState s, uint8_t b) {
     uint32_t* t = table(s);
@@ -383,47 +452,64 @@ struct CompiledGrammar::Impl {
   // ---- masks --------------------------------------------------------------------------------
 
   // One pass over the DFS-ordered trie: a node is visited only while its parent's state is
-  // alive, so a dead byte skips the whole subtree. Per-depth state and table pointers avoid
-  // re-reading the deque.
-  void trie_walk(GrammarState s, uint32_t begin, uint32_t end, uint16_t base_depth, std::vector<uint64_t>* bits,
-                 bool* any_found) {
+  // alive, so a dead byte skips the whole subtree. The table of the state at each depth is kept
+  // in a small array (tables are never freed or moved, so the pointers stay valid while the
+  // walk interns new states). kFindAny: stop at the first allowed token (hold-back checks).
+  template <bool kFindAny>
+  bool trie_walk(GrammarState s, uint32_t begin, uint32_t end, uint16_t base_depth, uint64_t* bits) {
     const TokenTrie& trie = vocab->trie();
-    const auto nodes = trie.nodes();
-    std::vector<uint32_t*> tab(1, table(s));
+    const TokenTrie::Node* nodes = trie.nodes().data();
+    const size_t max_d = trie.max_depth() + 2u;
+    if (walk_tab_.size() < max_d) walk_tab_.resize(max_d);
+    if (walk_state_.size() < max_d) walk_state_.resize(max_d);
+    uint32_t** tab = walk_tab_.data();
+    uint32_t* st = walk_state_.data();
+    tab[0] = table(s);
+    st[0] = s;
+    // No branch on the trie's shape (descend / sibling / climb is unpredictable): every node
+    // reads its parent's table from tab[depth - 1] and writes its own state's table to
+    // tab[depth], which only its children read. In dense states most bytes loop back to the
+    // same state; the (well predicted) test then skips the dependent load of the child's table.
     uint32_t i = begin;
     while (i < end) {
-      const TokenTrie::Node& nd = nodes[i];
-      const size_t d = nd.depth - base_depth;  // 1-based relative depth
+      const TokenTrie::Node nd = nodes[i];
+      const uint32_t d = static_cast<uint32_t>(nd.depth - base_depth);  // 1-based, relative
       uint32_t* t = tab[d - 1];
+      if (!t) [[unlikely]]
+        t = tab[d - 1] = table(st[d - 1]);  // first child of a state without a table yet
       uint32_t r = t[nd.byte];
-      if (r == kUnknown) {
-        // tab[] pointers stay valid: the deque never moves a State and tables are never freed.
-        r = compute_transition(d == 1 ? s : parent_state_[d - 1], nd.byte);
-        t[nd.byte] = r;
-      }
-      if (r == kDeadState) {
-        i = nd.skip;
-        continue;
-      }
-      if (nd.token != TokenTrie::kNoToken) {
-        if (any_found) {
-          *any_found = true;
-          return;
+      if (r >= kUnknown) [[unlikely]] {
+        if (r == kUnknown) {
+          r = compute_transition(st[d - 1], nd.byte);
+          t[nd.byte] = r;
         }
-        (*bits)[nd.token >> 6] |= uint64_t{1} << (nd.token & 63);
-        if (nd.more)
-          for (const int32_t dup : trie.duplicates(i)) (*bits)[static_cast<size_t>(dup) >> 6] |= uint64_t{1} << (dup & 63);
+        if (r == kDeadState) {
+          i = nd.skip;
+          continue;
+        }
       }
-      if (i + 1 < end && nodes[i + 1].depth > nd.depth) {  // has children: descend
-        if (tab.size() <= d) tab.resize(d + 1);
-        if (parent_state_.size() <= d) parent_state_.resize(d + 1);
-        tab[d] = table(r);
-        parent_state_[d] = r;
+      if constexpr (kFindAny) {
+        if (nd.token != TokenTrie::kNoToken) return true;
+      } else {
+        // Branch-free: about half the nodes end a token, unpredictably.
+        const uint32_t tk = nd.token;
+        const bool has = tk != TokenTrie::kNoToken;
+        bits[has ? tk >> 6 : 0] |= uint64_t{has} << (tk & 63);
+        if (nd.more) [[unlikely]]
+          for (const int32_t dup : trie.duplicates(i)) bits[static_cast<size_t>(dup) >> 6] |= uint64_t{1} << (dup & 63);
       }
+      if (r == st[d - 1]) {
+        tab[d] = t;
+      } else {
+        tab[d] = tables[r];
+      }
+      st[d] = r;
       ++i;
     }
+    return false;
   }
-  std::vector<uint32_t> parent_state_;  // scratch for trie_walk: the state at each depth
+  std::vector<uint32_t*> walk_tab_;  // scratch for trie_walk, by depth
+  std::vector<uint32_t> walk_state_;
 
   std::shared_ptr<const TokenMask> compute_mask(GrammarState s) {
     auto m = std::make_shared<TokenMask>();
@@ -431,7 +517,7 @@ struct CompiledGrammar::Impl {
     m->bits.assign((static_cast<size_t>(n_vocab) + 63) / 64, 0);
     const State& st0 = states[s];
     if (!st0.finished) {
-      trie_walk(s, 0, static_cast<uint32_t>(vocab->trie().size()), 0, &m->bits, nullptr);
+      trie_walk<false>(s, 0, static_cast<uint32_t>(vocab->trie().size()), 0, m->bits.data());
       const State& st = states[s];
       auto set = [&](int32_t id) { m->bits[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63); };
       for (const int32_t id : st.token_ids)
@@ -537,7 +623,7 @@ struct CompiledGrammar::Impl {
         const auto& nd = trie.nodes()[node];
         // Tokens strictly below `node` extend rem; from end_state (= the state at j's start
         // after rem) are any of their extra bytes allowed?
-        trie_walk(end_state, node + 1, nd.skip, nd.depth, nullptr, &spans);
+        spans = trie_walk<true>(end_state, node + 1, nd.skip, nd.depth, nullptr);
       }
       if (!spans) break;
       keep = j;
@@ -566,6 +652,7 @@ std::shared_ptr<CompiledGrammar> CompiledGrammar::compile(std::string_view gbnf,
   // The finished state (after an end-of-generation token): allows nothing.
   {
     State& f = impl->states.emplace_back();
+    impl->tables.push_back(nullptr);
     f.key = {kWild, kWild};
     f.finished = f.accepting = true;
     impl->finished = 0;

@@ -44,6 +44,7 @@ TokenTrie::TokenTrie(std::span<const std::pair<int32_t, std::string_view>> token
     nodes_[path.back()].skip = static_cast<uint32_t>(nodes_.size());
     path.pop_back();
   }
+  for (const Node& n : nodes_) max_depth_ = std::max(max_depth_, n.depth);
   nodes_.shrink_to_fit();
 }
 

@@ -36,12 +36,14 @@ class TokenTrie {
   uint32_t find(std::string_view bytes) const;
   size_t bytes() const { return nodes_.capacity() * sizeof(Node) + extra_nodes_.capacity() * 8; }
   size_t n_tokens() const { return n_tokens_; }
+  uint16_t max_depth() const { return max_depth_; }
 
  private:
   std::vector<Node> nodes_;
   std::vector<uint32_t> extra_nodes_;  // sorted; extra_ids_[i] has the bytes of node extra_nodes_[i]
   std::vector<int32_t> extra_ids_;
   size_t n_tokens_ = 0;
+  uint16_t max_depth_ = 0;
 };
 
 }  // namespace tandem::grammar

@@ -1,6 +1,7 @@
 #include "grammar/integer_range.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "grammar/grammar_limits.h"
@@ -89,6 +90,55 @@ std::string integer_range_gbnf(std::optional<int64_t> lo_opt, std::optional<int6
     alts.push_back("\"-\" " + alternatives(neg));
   }
   if (hi >= 0) non_negative(std::max<int64_t>(lo, 0), hi, alts);
+  return alternatives(alts);
+}
+
+namespace {
+
+constexpr double kCap = static_cast<double>(kMaxJsonInteger);
+
+// Non-negative decimals m = I.F in [lo, hi] (lo >= 0).
+void magnitudes(NumberBound lo, std::optional<NumberBound> hi, std::vector<std::string>& out) {
+  const std::string any_frac = " (\".\" [0-9]{1,16})?", zero_frac = " (\".\" [0]{1,16})?",
+                    nonzero_frac = " \".\" [0-9]{0,15} [1-9] [0-9]{0,15}";
+  const double l = std::min(lo.value, kCap + 1);
+  // Integral parts whose every fraction is in range, and those only whole values are.
+  const int64_t a = static_cast<int64_t>(lo.exclusive ? std::floor(l) + 1 : std::ceil(l));
+  int64_t b = kMaxJsonInteger, c = kMaxJsonInteger;
+  if (hi) {
+    const double h = std::min(hi->value, kCap + 1);
+    b = static_cast<int64_t>(std::floor(h)) - 1;
+    c = static_cast<int64_t>(hi->exclusive ? std::ceil(h) - 1 : std::floor(h));
+  }
+  b = std::min(b, kMaxJsonInteger);
+  c = std::min(c, kMaxJsonInteger);
+  if (a <= b) out.push_back(integer_range_gbnf(a, b) + any_frac);
+  const int64_t a2 = std::max(a, b + 1);
+  if (a2 <= c) out.push_back(integer_range_gbnf(a2, c) + zero_frac);
+  // x > n for a whole n: n itself with a fraction that is not all zeros (0.5 > 0).
+  if (lo.exclusive && std::floor(l) == l && l <= kCap && (!hi || hi->value >= l + 1))
+    out.push_back(integer_range_gbnf(static_cast<int64_t>(l), static_cast<int64_t>(l)) + nonzero_frac);
+}
+
+}  // namespace
+
+std::string number_range_gbnf(std::optional<NumberBound> lo, std::optional<NumberBound> hi) {
+  std::vector<std::string> alts;
+  // x >= 0: magnitudes from max(lo, 0).
+  if (!hi || hi->value > 0 || (hi->value == 0 && !hi->exclusive)) {
+    NumberBound from = lo && lo->value >= 0 ? *lo : NumberBound{0, false};
+    magnitudes(from, hi, alts);
+  }
+  // x < 0: "-" and magnitudes in (max(-hi, 0), -lo].
+  if (!lo || lo->value < 0) {
+    std::vector<std::string> neg;
+    NumberBound from = hi && hi->value < 0 ? NumberBound{-hi->value, hi->exclusive} : NumberBound{0, true};
+    std::optional<NumberBound> to;
+    if (lo) to = NumberBound{-lo->value, lo->exclusive};
+    magnitudes(from, to, neg);
+    if (!neg.empty()) alts.push_back("\"-\" " + alternatives(neg));
+  }
+  if (alts.empty()) throw GrammarError("number range is empty");
   return alternatives(alts);
 }
 

@@ -478,11 +478,7 @@ class Converter {
     if (t == "array") return array_body(s, name, path, depth);
     if (t == "string") return string_body(s, path);
     if (t == "integer") return integer_body(s, path);
-    if (t == "number") {
-      for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
-        if (s.contains(k)) warn(path, k);
-      return primitive("number");
-    }
+    if (t == "number") return number_body(s, path);
     if (t == "boolean") return primitive("boolean");
     return primitive("null");
   }
@@ -1064,6 +1060,38 @@ class Converter {
       range = integer_range_gbnf(lo, hi);
     } catch (const GrammarError& e) {
       unsat(path, std::string("no integer satisfies the bounds: ") + e.what());
+    }
+    return range + sp();
+  }
+
+  // Numbers with bounds: no exponent, integral part and fraction as number_range_gbnf
+  // builds them (a subset of the range's numbers; every one of them is in range).
+  std::string number_body(const ojson& s, const std::string& path) {
+    std::optional<NumberBound> lo, hi;
+    auto bound = [&](const char* k, bool is_min, bool exclusive) {
+      if (!s.contains(k)) return;
+      const ojson& v = s[k];
+      if (v.is_boolean()) {  // draft 4's boolean exclusive* modifies minimum / maximum
+        warn(path, k);
+        return;
+      }
+      if (!v.is_number()) error(path + "/" + k, std::string(k) + " must be a number");
+      const NumberBound b{v.get<double>(), exclusive};
+      auto& cur = is_min ? lo : hi;
+      const bool tighter = !cur || (is_min ? b.value > cur->value : b.value < cur->value) ||
+                           (b.value == cur->value && b.exclusive);
+      if (tighter) cur = b;
+    };
+    bound("minimum", true, false);
+    bound("exclusiveMinimum", true, true);
+    bound("maximum", false, false);
+    bound("exclusiveMaximum", false, true);
+    if (!lo && !hi) return primitive("number");
+    std::string range;
+    try {
+      range = number_range_gbnf(lo, hi);
+    } catch (const GrammarError& e) {
+      unsat(path, std::string("no number satisfies the bounds: ") + e.what());
     }
     return range + sp();
   }

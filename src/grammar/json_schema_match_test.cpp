@@ -3,8 +3,10 @@
 // the conformance against python3-jsonschema is tests/grammar/schema_conformance.py.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "grammar/compiled_grammar.h"
 #include "grammar/json_schema.h"
@@ -87,6 +89,37 @@ TEST(JsonSchemaMatch, IntegerRangesAreExact) {
   const Schema big(R"({"type":"integer","minimum":0})");
   EXPECT_TRUE(big.accepts("9999999999999999"));
   EXPECT_FALSE(big.accepts("10000000000000000"));  // 16 digits, as llama.cpp's integral-part
+}
+
+TEST(JsonSchemaMatch, NumberRangesAreSound) {
+  struct Case {
+    const char* schema;
+    double lo, hi;
+    bool lo_excl, hi_excl;
+    std::vector<const char*> must_accept;
+  };
+  const Case cases[] = {
+      {R"({"type":"number","minimum":0})", 0, 1e300, false, false, {"0", "0.5", "12.25", "7"}},
+      {R"({"type":"number","exclusiveMinimum":0,"maximum":1})", 0, 1, true, false, {"0.5", "0.001", "1", "1.0"}},
+      {R"({"type":"number","minimum":-2.5,"exclusiveMaximum":3})", -2.5, 3, false, true, {"-2", "-2.0", "-1.5", "0", "2.9"}},
+      {R"({"type":"number","maximum":-1.5})", -1e300, -1.5, false, false, {"-2", "-3.75", "-100"}},
+      {R"({"minimum":1.1})", 1.1, 1e300, false, false, {"2", "2.5"}},
+  };
+  for (const auto& c : cases) {
+    const Schema s(c.schema, JsonWhitespace::Compact);
+    for (const char* a : c.must_accept) EXPECT_TRUE(s.accepts(a)) << c.schema << " " << a;
+    // Every number it accepts is in range (tenths from -40 to 40, and a few spellings).
+    for (int i = -400; i <= 400; ++i) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.1f", i / 10.0);
+      for (std::string text : {std::string(buf), std::to_string(i / 10), std::string(buf) + "00"}) {
+        const double x = std::stod(text);
+        const bool in = (c.lo_excl ? x > c.lo : x >= c.lo) && (c.hi_excl ? x < c.hi : x <= c.hi);
+        if (s.accepts(text)) EXPECT_TRUE(in) << c.schema << " accepts " << text;
+      }
+    }
+    EXPECT_FALSE(s.accepts("1e1"));  // no exponent under bounds
+  }
 }
 
 TEST(JsonSchemaMatch, Patterns) {

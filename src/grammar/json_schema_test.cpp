@@ -188,6 +188,10 @@ TEST(JsonSchemaGbnf, IntegerRanges) {
   EXPECT_EQ(integer_range_gbnf(std::nullopt, -3), R"("-" ([3-9] | [1-9] [0-9]{1,15}))");
   EXPECT_THROW(integer_range_gbnf(5, 4), GrammarError);
   EXPECT_EQ(rule(convert(R"({"type":"integer","exclusiveMinimum":0,"maximum":9.5})").gbnf, "root"), "[1-9] space");
+  // Numbers: no exponent; whole integral parts, and the fraction where it stays in range.
+  EXPECT_EQ(rule(convert(R"({"type":"number","exclusiveMinimum":0,"maximum":1})").gbnf, "root"),
+            R"(("1" ("." [0]{1,16})? | "0" "." [0-9]{0,15} [1-9] [0-9]{0,15}) space)");
+  EXPECT_THROW(number_range_gbnf(NumberBound{2, true}, NumberBound{2, false}), GrammarError);
 }
 
 TEST(JsonSchemaGbnf, PatternsAreJsonEncoded) {
@@ -203,11 +207,11 @@ TEST(JsonSchemaGbnf, PatternsAreJsonEncoded) {
 }
 
 TEST(JsonSchemaGbnf, UnsupportedKeywordsAreWarnings) {
-  const auto g = convert(R"({"type":"object","properties":{"n":{"type":"number","minimum":1},
+  const auto g = convert(R"({"type":"object","properties":{"n":{"type":"number","exclusiveMinimum":true},
       "l":{"type":"array","uniqueItems":true,"contains":{"type":"integer"}}},"minProperties":1,
       "title":"t","$comment":"c","examples":[{}]})");
   const std::vector<std::string> want = {"/: unsupported keyword 'minProperties' (ignored)",
-                                         "/properties/n: unsupported keyword 'minimum' (ignored)",
+                                         "/properties/n: unsupported keyword 'exclusiveMinimum' (ignored)",
                                          "/properties/l: unsupported keyword 'uniqueItems' (ignored)",
                                          "/properties/l: unsupported keyword 'contains' (ignored)"};
   EXPECT_EQ(g.warnings, want);

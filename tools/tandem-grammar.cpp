@@ -1,7 +1,7 @@
 // tandem-grammar: JSON Schema -> GBNF, and byte-level checks of a grammar, for people and for
 // the conformance test (tests/grammar/schema_conformance.py).
 //
-//   tandem-grammar schema [--compact] FILE          print the GBNF (warnings on stderr)
+//   tandem-grammar schema [OPTIONS] FILE            print the GBNF (warnings on stderr)
 //   tandem-grammar check (--schema F | --gbnf F) [--compact] [--json-strings] [DOCS]
 //                                                   one document a line (raw, or JSON-encoded
 //                                                   strings), prints "accept" / "reject" each
@@ -10,7 +10,8 @@
 //   tandem-grammar batch                            JSON Lines requests on stdin, one answer a
 //                                                   line (the conformance test: one process)
 //
-// Matching is over bytes (CompiledGrammar::advance_bytes), so the vocabulary does not matter:
+// Schema options: --compact (no whitespace), --declaration-order (not required-first), --strict
+// (unsupported keywords are errors). Matching is over bytes (CompiledGrammar::advance_bytes), so the vocabulary does not matter:
 // the generator's built-in test vocabulary stands in for a model's.
 #include <algorithm>
 #include <cstdio>
@@ -41,12 +42,13 @@ using grammar::kDeadState;
 
 int usage() {
   std::fprintf(stderr,
-               "usage: tandem-grammar schema [--compact] FILE\n"
+               "usage: tandem-grammar schema [--compact] [--declaration-order] [--strict] FILE\n"
                "       tandem-grammar check (--schema FILE | --gbnf FILE) [--compact] [--json-strings] [DOCS|-]\n"
                "       tandem-grammar sample (--schema FILE | --gbnf FILE) [--compact] [-n N] [--seed S]\n"
                "                             [--target BYTES] [--max-len BYTES]\n"
                "       tandem-grammar batch   (JSON Lines on stdin: {\"schema\":..., \"compact\":bool,\n"
-               "                               \"docs\":[...], \"samples\":N, \"seed\":S})\n");
+               "                               \"declaration_order\":bool, \"strict\":bool, \"docs\":[...],\n"
+               "                               \"samples\":N, \"seed\":S, \"target\":L, \"max_len\":M})\n");
   return 2;
 }
 
@@ -175,9 +177,11 @@ class Sampler {
   size_t target_, max_len_;
 };
 
-grammar::SchemaOptions schema_options(bool compact) {
+grammar::SchemaOptions schema_options(bool compact, bool declaration_order = false, bool strict = false) {
   grammar::SchemaOptions o;
   o.whitespace = compact ? grammar::JsonWhitespace::Compact : grammar::JsonWhitespace::Flexible;
+  o.order = declaration_order ? grammar::PropertyOrder::Declaration : grammar::PropertyOrder::RequiredFirst;
+  o.strict = strict;
   return o;
 }
 
@@ -186,7 +190,9 @@ nlohmann::json batch_one(const nlohmann::ordered_json& req) {
   nlohmann::json out = nlohmann::json::object();
   grammar::SchemaGrammar sg;
   try {
-    sg = grammar::json_schema_to_gbnf(req.at("schema"), schema_options(req.value("compact", false)));
+    sg = grammar::json_schema_to_gbnf(req.at("schema"), schema_options(req.value("compact", false),
+                                                                      req.value("declaration_order", false),
+                                                                      req.value("strict", false)));
   } catch (const grammar::GrammarError& e) {
     out["error"] = e.what();
     return out;
@@ -234,7 +240,7 @@ nlohmann::json batch_one(const nlohmann::ordered_json& req) {
 int main(int argc, char** argv) {
   if (argc < 2) return usage();
   const std::string cmd = argv[1];
-  bool compact = false, json_strings = false;
+  bool compact = false, json_strings = false, declaration_order = false, strict = false;
   std::string schema_file, gbnf_file, docs_file = "-", positional;
   int n = 10;
   uint64_t seed = 1;
@@ -247,6 +253,8 @@ int main(int argc, char** argv) {
     };
     try {
       if (a == "--compact") compact = true;
+      else if (a == "--declaration-order") declaration_order = true;
+      else if (a == "--strict") strict = true;
       else if (a == "--json-strings") json_strings = true;
       else if (a == "--schema") schema_file = value();
       else if (a == "--gbnf") gbnf_file = value();
@@ -264,7 +272,7 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "schema") {
       if (positional.empty()) return usage();
-      const auto sg = grammar::json_schema_text_to_gbnf(read_file(positional), schema_options(compact));
+      const auto sg = grammar::json_schema_text_to_gbnf(read_file(positional), schema_options(compact, declaration_order, strict));
       std::fputs(sg.gbnf.c_str(), stdout);
       for (const auto& w : sg.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
       return 0;
@@ -287,7 +295,7 @@ int main(int argc, char** argv) {
     if (schema_file.empty() == gbnf_file.empty()) return usage();
     std::string gbnf;
     if (!schema_file.empty()) {
-      const auto sg = grammar::json_schema_text_to_gbnf(read_file(schema_file), schema_options(compact));
+      const auto sg = grammar::json_schema_text_to_gbnf(read_file(schema_file), schema_options(compact, declaration_order, strict));
       for (const auto& w : sg.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
       gbnf = sg.gbnf;
     } else {

@@ -314,10 +314,12 @@ class Converter {
   }
 
   void warn(const std::string& path, const std::string& kw) {
+    if (opt_.strict) throw GrammarError(where(path) + ": unsupported keyword '" + kw + "'");
     std::string w = where(path) + ": unsupported keyword '" + kw + "' (ignored)";
     if (std::find(warnings_.begin(), warnings_.end(), w) == warnings_.end()) warnings_.push_back(w);
   }
   void note(const std::string& w) {
+    if (opt_.strict) throw GrammarError(w);
     if (std::find(warnings_.begin(), warnings_.end(), w) == warnings_.end()) warnings_.push_back(w);
   }
 
@@ -743,7 +745,7 @@ class Converter {
       props[r] = ap.is_object() ? ap : ojson(true);
     }
 
-    std::vector<std::string> req, opt, names;
+    std::vector<std::string> req, opt, names, order;
     std::map<std::string, std::string> kv;
     for (auto it = props.begin(); it != props.end(); ++it) {
       const std::string& key = it.key();
@@ -766,6 +768,7 @@ class Converter {
       kv[key] = add_rule(prefix + key + "-kv",
                          literal(dump_compact(ojson(key))) + sp() + " \":\"" + sp() + " " + value_rule);
       (is_req ? req : opt).push_back(key);
+      order.push_back(key);
     }
     const bool extra = (ap.is_boolean() && ap.get<bool>()) || ap.is_object();
     const std::string kExtra = "\x01*";  // not a JSON key a schema can declare... (bytes, not text)
@@ -776,7 +779,10 @@ class Converter {
       std::string key_rule = names.empty() ? primitive("string") : add_rule(prefix + "additional-k", not_strings(names));
       kv[kExtra] = add_rule(prefix + "additional-kv", key_rule + " \":\"" + sp() + " " + value_rule);
       opt.push_back(kExtra);
+      order.push_back(kExtra);
     }
+    if (opt_.order == PropertyOrder::Declaration)
+      return "\"{\"" + sp() + declared_order(order, req, kv, kExtra, prefix) + " \"}\"" + sp();
 
     std::string body = "\"{\"" + sp();
     for (size_t i = 0; i < req.size(); ++i) body += (i ? " \",\"" + sp() + " " : " ") + kv[req[i]];
@@ -804,6 +810,38 @@ class Converter {
     }
     body += " \"}\"" + sp();
     return body;
+  }
+
+  // Properties in the schema's order, each optional one skippable where it stands: rule
+  // (i, first) is "the properties from i on", `first` when nothing came before (no comma).
+  std::string declared_order(const std::vector<std::string>& order, const std::vector<std::string>& req,
+                             std::map<std::string, std::string>& kv, const std::string& extra,
+                             const std::string& prefix) {
+    std::map<std::pair<size_t, bool>, std::string> memo;
+    const std::string comma = "\",\"" + sp() + " ";
+    std::function<std::string(size_t, bool)> from = [&](size_t i, bool first) -> std::string {
+      if (i == order.size()) return "";
+      if (auto it = memo.find({i, first}); it != memo.end()) return it->second;
+      const std::string& key = order[i];
+      const std::string& r = kv[key];
+      std::string expr;
+      if (key == extra) {  // always last: any number of them
+        expr = first ? "( " + r + " ( " + comma + r + " )* )?" : "( " + comma + r + " )*";
+      } else {
+        const std::string next = from(i + 1, false);
+        const std::string with = (first ? "" : comma) + r + (next.empty() ? "" : " " + next);
+        if (std::find(req.begin(), req.end(), key) != req.end()) {
+          expr = with;
+        } else {
+          const std::string skip = from(i + 1, first);
+          expr = skip.empty() ? "( " + with + " )?" : "( " + with + " | " + skip + " )";
+        }
+      }
+      const std::string base = prefix + (key == extra ? std::string("additional") : key);
+      return memo[{i, first}] = add_rule(base + (first ? "-first" : "-next"), expr);
+    };
+    const std::string all = from(0, true);
+    return all.empty() ? "" : " " + all;
   }
 
   // A JSON string (with its quotes) that is none of `names` (compared as canonical JSON

@@ -24,8 +24,17 @@ enum class JsonWhitespace : uint8_t {
   Compact,   // none (the agent's answers are compact JSON)
 };
 
+enum class PropertyOrder : uint8_t {
+  RequiredFirst,  // llama.cpp: required properties first (declaration order), then optional ones
+  Declaration,    // the schema's order, optional ones skippable in place (XGrammar, llguidance)
+};
+
 struct SchemaOptions {
   JsonWhitespace whitespace = JsonWhitespace::Flexible;
+  PropertyOrder order = PropertyOrder::RequiredFirst;
+  // Every warning (an unsupported keyword, a format or bound not enforced) is a GrammarError
+  // instead, as llguidance does for `strict` schemas.
+  bool strict = false;
   // Bounds for malicious or runaway schemas (GrammarError when exceeded): subschema nesting,
   // subschema visits (allOf / anyOf distribution and $ref inlining multiply them), rules and
   // GBNF bytes (GrammarLimits::max_source_bytes, so that the parser takes what we print).

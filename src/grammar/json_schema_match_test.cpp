@@ -62,6 +62,28 @@ TEST(JsonSchemaMatch, ActionSchemaFlexible) {
   EXPECT_FALSE(s.accepts("{\"action\":\"type\",\"text\":\"a\nb\"}"));  // raw control character
 }
 
+TEST(JsonSchemaMatch, DeclarationOrder) {
+  SchemaOptions o;
+  o.whitespace = JsonWhitespace::Compact;
+  o.order = PropertyOrder::Declaration;
+  const auto g = CompiledGrammar::compile(
+      json_schema_text_to_gbnf(R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"},
+          "c":{"type":"integer"}},"required":["b"],"additionalProperties":{"type":"null"}})",
+                               o)
+          .gbnf,
+      vocab());
+  auto accepts = [&](std::string_view doc) {
+    const GrammarState st = g->advance_bytes(g->initial(), doc);
+    return st != kDeadState && g->accepting(st);
+  };
+  for (const char* ok : {R"({"b":1})", R"({"a":0,"b":1})", R"({"b":1,"c":2})", R"({"a":0,"b":1,"c":2})",
+                         R"({"a":0,"b":1,"x":null,"y":null})", R"({"b":1,"x":null})"})
+    EXPECT_TRUE(accepts(ok)) << ok;
+  for (const char* bad : {R"({})", R"({"a":0})", R"({"b":1,"a":0})", R"({"x":null,"b":1})", R"({"a":0,,"b":1})",
+                          R"({,"b":1})"})
+    EXPECT_FALSE(accepts(bad)) << bad;
+}
+
 TEST(JsonSchemaMatch, CompactAllowsNoWhitespace) {
   const Schema s(kAction, JsonWhitespace::Compact);
   EXPECT_TRUE(s.accepts(R"({"action":"tap","index":3})"));

@@ -80,6 +80,32 @@ TEST(JsonSchemaGbnf, DeclarationOrderNeedsOrderedJson) {
             R"("{" space a-kv "," space z-kv "}" space)");
 }
 
+TEST(JsonSchemaGbnf, DeclarationOrderKeepsOptionalPropertiesInPlace) {
+  SchemaOptions o;
+  o.whitespace = JsonWhitespace::Compact;
+  o.order = PropertyOrder::Declaration;
+  const auto g = json_schema_text_to_gbnf(R"({"type":"object","properties":{"a":{"type":"null"},"b":{"type":"null"},
+      "c":{"type":"null"}},"required":["b"]})",
+                                          o);
+  EXPECT_EQ(rule(g.gbnf, "root"), R"("{" a-first "}")");
+  EXPECT_EQ(rule(g.gbnf, "a-first"), "( a-kv b-next | b-first )");
+  EXPECT_EQ(rule(g.gbnf, "b-first"), "b-kv c-next");
+  EXPECT_EQ(rule(g.gbnf, "b-next"), R"("," b-kv c-next)");
+  EXPECT_EQ(rule(g.gbnf, "c-next"), R"(( "," c-kv )?)");
+}
+
+TEST(JsonSchemaGbnf, StrictTurnsWarningsIntoErrors) {
+  SchemaOptions o;
+  o.strict = true;
+  try {
+    json_schema_text_to_gbnf(R"({"type":"object","properties":{"l":{"type":"array","uniqueItems":true}}})", o);
+    FAIL() << "no error";
+  } catch (const GrammarError& e) {
+    EXPECT_STREQ(e.what(), "/properties/l: unsupported keyword 'uniqueItems'");
+  }
+  EXPECT_NO_THROW(json_schema_text_to_gbnf(R"({"type":"string","title":"t","x-vendor":1})", o));
+}
+
 TEST(JsonSchemaGbnf, EmptySchemaIsAnObjectAndUntypedIsAnyValue) {
   EXPECT_EQ(rule(convert("{}").gbnf, "root"), "object");
   EXPECT_EQ(rule(convert(R"({"type":"object"})").gbnf, "root"), "object");

@@ -2,8 +2,8 @@
 """JSON Schema -> GBNF against an independent validator (python3-jsonschema) over the official
 JSON-Schema-Test-Suite (Debian: json-schema-test-suite), through tandem-grammar's batch mode.
 
-For every schema of the newest draft the suite has (remote $refs skipped), in both whitespace
-modes (flexible: llama.cpp's SPACE_RULE; compact):
+For every schema of the newest draft the suite has (remote $refs skipped), in three modes
+(flexible: llama.cpp's SPACE_RULE; compact: no whitespace; declared: compact, declaration order):
   (a) random sentences of the grammar must validate;
   (b) every suite document the validator rejects must be rejected by the grammar (compact JSON
       text; under flexible also json.dumps' default spacing);
@@ -26,6 +26,10 @@ import time
 SUITE = "/usr/share/json-schema-test-suite/tests"
 DRAFTS = [("draft2020-12", "Draft202012Validator"), ("draft2019-09", "Draft201909Validator"),
           ("draft7", "Draft7Validator")]
+
+# flexible: llama.cpp's SPACE_RULE, required-first; compact: no whitespace, required-first;
+# declared: no whitespace, declaration order (PropertyOrder::Declaration).
+MODES = ("flexible", "compact", "declared")
 
 # Files not held to (a) / (b), and why. Everything else the converter accepts is held, except
 # schemas with warnings (their ignored keyword would make (a) / (b) fail by design).
@@ -87,13 +91,14 @@ def main():
                 skipped_remote += 1
                 continue
             tests = group["tests"]
-            for mode in ("flexible", "compact"):
+            for mode in MODES:
                 docs = [compact(t["data"]) for t in tests]
                 if mode == "flexible":
                     docs += [json.dumps(t["data"]) for t in tests]
                 jobs.append((fname, gi, group, mode))
-                requests.append({"schema": schema, "compact": mode == "compact", "docs": docs,
-                                 "samples": n_samples, "seed": 1000 * gi + (mode == "compact"),
+                requests.append({"schema": schema, "compact": mode != "flexible",
+                                 "declaration_order": mode == "declared", "docs": docs,
+                                 "samples": n_samples, "seed": 1000 * gi + MODES.index(mode),
                                  "target": 40, "max_len": 2048})
 
     start = time.time()
@@ -194,7 +199,12 @@ def main():
     print(f"{'total':28s} {totals['schemas']:7d} {totals['converted']:5d} {totals['held']:5d} "
           f"{totals['samples_valid']:5d}/{totals['samples']:<5d} {totals['invalid_rejected']:5d}/{totals['invalid_docs']:<6d} "
           f"{totals['valid_accepted']:4d}/{totals['valid_docs']:<5d} {totals['violations']:5d}")
-    print(f"(schema x mode counted twice: flexible and compact; {skipped_remote} schemas with remote $ref skipped)")
+    print(f"(each schema counted once per mode: {', '.join(MODES)}; {skipped_remote} schemas with remote $ref skipped)")
+    by_mode = collections.Counter()
+    for (fname, gi, group, mode), ans in zip(jobs, answers):
+        if "accept" in ans:
+            by_mode[mode] += sum(ans["accept"][: len(group["tests"])])
+    print("suite documents accepted (compact text) by mode: " + ", ".join(f"{m} {by_mode[m]}" for m in MODES))
     print("warnings (ignored keywords), schema x mode count: "
           + (", ".join(f"{k} {v}" for k, v in unsupported.most_common()) or "none"))
     print("not converted (GrammarError), count: " + (", ".join(f"{k!r} {v}" for k, v in not_converted.most_common())

@@ -157,6 +157,10 @@ TEST(JsonSchemaMatch, Patterns) {
   EXPECT_TRUE(q.accepts(R"("a\"\\c")"));
   EXPECT_TRUE(q.accepts(R"("a\"\\\n")"));  // a newline matches [^b], written \n
   EXPECT_FALSE(q.accepts(R"("a\"\\b")"));
+  const Schema ctl(R"({"type":"string","pattern":"^[\\u0001-\\u0002\\t]+$"})");
+  EXPECT_TRUE(ctl.accepts(R"("\u0001\t\u0002")"));
+  EXPECT_FALSE(ctl.accepts(R"("\u0003")"));
+  EXPECT_FALSE(ctl.accepts(R"("\u0009")"));  // a tab is written \t (canonical escapes only)
   // Unanchored: anywhere in the string.
   const Schema u(R"({"type":"string","pattern":"ab+"})");
   EXPECT_TRUE(u.accepts(R"("xxabbby")"));

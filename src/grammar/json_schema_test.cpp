@@ -226,6 +226,8 @@ TEST(JsonSchemaGbnf, PatternsAreJsonEncoded) {
   EXPECT_EQ(pattern_to_gbnf("ab", "char"), "char* [a] [b] char*");   // unanchored: search semantics
   EXPECT_EQ(pattern_to_gbnf("^$", "char"), "");
   EXPECT_EQ(pattern_to_gbnf("^[^-]$", "char").rfind("([ !#-,.-\\[", 0), 0u);
+  // Control characters are written \u00XX (lowercase), grouped.
+  EXPECT_EQ(pattern_to_gbnf("^[\\x01\\x1f]$", "char"), R"("\\u00" ("0" "1" | "1" "f"))");
   EXPECT_THROW(pattern_to_gbnf("^(?=a)$", "char"), GrammarError);
   EXPECT_THROW(pattern_to_gbnf("^(a)\\1$", "char"), GrammarError);
   EXPECT_THROW(pattern_to_gbnf("^a{3000}$", "char"), GrammarError);

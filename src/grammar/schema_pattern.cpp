@@ -172,11 +172,26 @@ std::string emit_set(const CharSet& s) {
     const CharSet comp = raw.complement();
     alts.push_back(comp.ranges().size() < raw.ranges().size() ? class_text(comp, true) : class_text(raw, false));
   }
+  // Specials with a short escape one by one; the other control characters as one
+  // "\u00" [01] [..] group (lowercase, as JSON encoders write them).
+  std::string low[2];
   for (auto [a, b] : s.ranges())
     for (uint32_t c = a; c <= b; ++c) {
       if (c > 0x7F) break;
-      if (specials.contains(c)) alts.push_back(escaped_literal(c));
+      if (!specials.contains(c)) continue;
+      const bool short_escape = c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t';
+      if (short_escape || c == 0x7F)
+        alts.push_back(escaped_literal(c));
+      else
+        low[c >> 4] += "0123456789abcdef"[c & 15];
     }
+  std::vector<std::string> groups;
+  for (int h = 0; h < 2; ++h)
+    if (!low[h].empty())
+      groups.push_back(std::string("\"") + static_cast<char>('0' + h) + "\" " +
+                       (low[h].size() == 1 ? "\"" + low[h] + "\"" : "[" + low[h] + "]"));
+  if (groups.size() == 1) alts.push_back("\"\\\\u00\" " + groups[0]);
+  if (groups.size() == 2) alts.push_back("\"\\\\u00\" (" + groups[0] + " | " + groups[1] + ")");
   if (alts.empty()) throw GrammarError("empty character class");
   if (alts.size() == 1) return alts[0];
   std::string out = "(";

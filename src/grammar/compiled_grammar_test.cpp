@@ -228,6 +228,26 @@ ws ::= [ \n]?)G",
     for (int run = 0; run < 3; ++run) check_mask_exact(gr, seed++, 24);
 }
 
+// States with more than 64 parse stacks take the byte-by-byte transition path.
+TEST(GrammarMask, ManyStacksEqualsBruteForce) {
+  GrammarLimits lim;
+  lim.max_stacks_per_state = 1 << 15;
+  auto g = compile(R"G(root ::= s
+s ::= "a" s "b" | "a" s "c" | "")G", lim);
+  const VocabIndex& vi = *vocab().index;
+  for (const char* prefix : {"aaaaaaa", "aaaaaaab", "aaaaaaaac"}) {
+    const GrammarState s = g->advance_bytes(g->initial(), prefix);
+    ASSERT_NE(s, kDeadState) << prefix;
+    const auto m = g->mask(s);
+    for (int32_t t = 0; t < vi.n_vocab(); ++t) {
+      const bool bf = vi.is_eog(t) ? g->accepting(s)
+                      : vi.is_special(t) ? false
+                                         : g->advance_bytes(s, vi.token_bytes(t)) != kDeadState;
+      ASSERT_EQ(m->test(t), bf) << prefix << " token " << t;
+    }
+  }
+}
+
 TEST(GrammarMask, IdenticalMasksAreShared) {
   auto g = compile("root ::= [a-z]* \"!\"");
   const GrammarState s1 = g->advance_bytes(g->initial(), "ab");

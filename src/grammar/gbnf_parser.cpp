@@ -391,13 +391,10 @@ class Parser {
     const std::string name(s_.substr(pos, name_end - pos));
     size_t p = parse_space(name_end, false);
     const uint32_t id = get_symbol_id(name, pos);
-    if (defined_.size() < out_.rules.size()) defined_.resize(out_.rules.size(), 0);
     if (!(at(p) == ':' && at(p + 1) == ':' && at(p + 2) == '='))
       fail(p, "expected '::=' after rule name '" + name + "', found " + show_byte(s_, p));
     p = parse_space(p + 3, true);
     p = parse_alternates(p, name, id, false, 0);
-    if (defined_.size() < out_.rules.size()) defined_.resize(out_.rules.size(), 0);
-    defined_[id] = 1;
     if (at(p) == '\r') p += at(p + 1) == '\n' ? 2 : 1;
     else if (at(p) == '\n') ++p;
     else if (p < s_.size()) fail(p, "expected a newline or the end after rule '" + name + "', found " + show_byte(s_, p));
@@ -485,8 +482,7 @@ class Parser {
   size_t n_elements_ = 0;
   ParsedGrammar out_;
   std::unordered_map<std::string, uint32_t> ids_;
-  std::vector<size_t> first_use_;
-  std::vector<uint8_t> defined_;
+  std::vector<size_t> first_use_;  // by rule id: where it was first named (undefined-rule errors)
 };
 
 void print_cp(std::string& out, uint32_t cp) {

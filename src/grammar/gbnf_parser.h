@@ -11,6 +11,11 @@
 //     cannot overflow the C++ stack;
 //   - a NUL byte in the text is an error (llama.cpp would silently stop at it);
 //   - a token id outside the vocabulary is an error.
+// Repetition limits (GrammarLimits::max_repetition, 2000 as llama.cpp's
+// MAX_REPETITION_THRESHOLD): a minimum above it is an error ("number of repetitions exceeds sane
+// defaults"); a maximum above it silently means unbounded, as in llama.cpp; a repeated group that
+// expands into several helper rules errors when rules x repetitions reaches the threshold.
+// max_rules and max_elements bound the rewritten result in any case.
 // Every error is a GrammarError "GBNF parse error at L:C (byte B): ...".
 #pragma once
 

@@ -17,8 +17,8 @@
 // costs one allows() check; the first request of a run compiles the schema and visits its states).
 //
 //   ninja -C build tandem_bench_constrained
-//   ./build/tandem_bench_constrained -m build/models/qwen35-0.8b-Q4_0-qwen3tok.gguf \
-//       --trace build/demo/trace.jsonl --schema schemas/agent-action.schema.json [--requests 20] [--k 3]
+//   ./build/tandem_bench_constrained -m build/models/qwen35-0.8b-Q4_0-qwen3tok.gguf
+//         --trace build/demo/trace.jsonl --schema schemas/agent-action.schema.json [--requests 20] [--k 3]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -155,6 +155,7 @@ int main(int argc, char** argv) {
     std::vector<int64_t> users;
   };
   std::vector<Step> steps;
+  int outside_schema = 0;  // expected actions the schema does not admit (skipped)
   for (const agent::TraceRecord& rec : agent::read_trace(trace_path)) {
     if (!rec.expected_action || static_cast<int>(steps.size()) >= n_requests) continue;
     Step s;
@@ -164,6 +165,15 @@ int main(int argc, char** argv) {
     agent::TraceRecord uncapped = rec;
     uncapped.body["max_tokens"] = 1 << 20;
     s.answer = agent::expected_output(*tok, uncapped);
+    // Only answers the schema admits (the script must be a sentence of the grammar).
+    grammar::Matcher check(g);
+    bool ok = !s.answer.empty();
+    for (size_t i = 0; ok && i < s.answer.size(); ++i)
+      ok = tok->vocab().is_eog(s.answer[i]) ? check.accepting() : check.accept(s.answer[i]);
+    if (!ok) {
+      ++outside_schema;
+      continue;
+    }
     steps.push_back(std::move(s));
   }
   if (steps.empty()) {
@@ -249,9 +259,10 @@ int main(int argc, char** argv) {
         break;
       }
   std::printf("# constrained actions: %zu steps x %d measured rounds, k = %d, %d threads, %s, tier %s\n", steps.size(),
-              reps - 1, k, threads, cpu.c_str(), std::string(to_string(model->cpu_tier())).c_str());
-  std::printf("# schema: %zu bytes of GBNF, %zu warnings; vocabulary index %.1f ms, compile %.2f ms\n", sg.gbnf.size(),
-              sg.warnings.size(), vocab_ms, compile_ms);
+              reps - 1, k, threads, cpu.c_str(), cpu_tier_name(model->cpu_tier()));
+  std::printf("# schema: %zu bytes of GBNF, %zu warnings; vocabulary index %.1f ms, compile %.2f ms; %d expected actions "
+              "outside the schema skipped\n",
+              sg.gbnf.size(), sg.warnings.size(), vocab_ms, compile_ms, outside_schema);
   std::printf("| mode | tokens/action | decode passes/action (median) | decode ms/action (median) | vs plain | forced drafts (accepted) | MTP drafts (accepted) | grammar µs/token |\n");
   std::printf("|---|---|---|---|---|---|---|---|\n");
   const double plain_ms = median(tally[0].ms);

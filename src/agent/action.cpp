@@ -323,7 +323,12 @@ ojson to_json(const Action& a) {
       j["app"] = a.text;
       break;
     case ActionKind::Wait:
-      if (a.seconds > 0) j["seconds"] = a.seconds;
+      // Whole seconds as an integer ("seconds":2, not 2.0): what a model writes, and what the
+      // shipped schema (integer 1..60) admits.
+      if (a.seconds > 0 && a.seconds == std::floor(a.seconds) && a.seconds <= 60)
+        j["seconds"] = static_cast<int64_t>(a.seconds);
+      else if (a.seconds > 0)
+        j["seconds"] = a.seconds;
       break;
     case ActionKind::Finish:
       j["status"] = std::string(to_string(a.status));
@@ -489,11 +494,11 @@ ParseResult parse_action(std::string_view output, const ParseOptions& opt) noexc
 //     passes on every step that types.
 //   app: 1..32 characters, the first not whitespace (parse_action rejects a blank name; a pattern,
 //     since "minLength" would admit "  "): launcher labels are short.
-//   seconds: an integer 1..60 (parse_action takes any number in (0, 60]; a grammar cannot bound a
-//     JSON number, only an integer).
+//   seconds: an integer 1..60 (parse_action takes any number in (0, 60]): whole seconds are what
+//     a screen load needs, and an integer ends after two digits where a number's fraction runs on.
 //   swipe points: integers 0..9999 (phone screens are under 4000 pixels; parse_action's own limit
 //     is 100000).
-// Every answer this schema admits passes parse_action (test ActionSchema.*). The variants keep the
+// Every answer this schema admits passes parse_action (test ActionSchemaGrammar.*). The variants keep the
 // prompt's key order with "action" first: llama.cpp's converter (and grammar/json_schema) puts
 // required properties before optional ones, which would move "input"'s optional "index" after its
 // required "text"; "input" is therefore two variants (with and without "index", as "swipe" is), and

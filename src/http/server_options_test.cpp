@@ -111,7 +111,7 @@ TEST(ServerOptions, OneTableOfSettings) {
   EXPECT_EQ(counts, (std::set<std::string>{"--ctx-size", "--parallel", "--ctx-checkpoints", "--cache-ram",
                                            "--checkpoint-policy", "--min-gap", "--consolidate-batches", "--n-batch",
                                            "--n-ubatch", "--spec", "--draft-max", "--draft-min", "--draft-p-min",
-                                           "--spec-mtp", "--spec-forced", "--spec-rollback-aware",
+                                           "--spec-mtp", "--spec-forced", "--draft-forced-max", "--spec-rollback-aware",
                                            "--spec-column-shared", "--spec-trimmed-head", "--spec-rollback"}));
   EXPECT_EQ(ablations, (std::set<std::string>{"--consolidate-batches", "--spec-forced", "--spec-rollback-aware",
                                               "--spec-column-shared", "--spec-trimmed-head", "--spec-rollback"}));

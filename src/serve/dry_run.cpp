@@ -1,5 +1,6 @@
 #include "serve/dry_run.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -35,8 +36,11 @@ void replay_speculative(Slot& slot, const RecordedRequest& r, size_t index) {
   size_t step = 0;
   // The logged step's drafts: its accepted ones are the tokens the server emitted there, the one
   // after them differs from what the target picks (the rejection), the rest are never looked at.
-  slot.speculator()->set_draft_hook([&](int64_t pos, int32_t, int max_drafts, std::vector<int32_t>& d) {
+  const SpecConfig& sc = slot.speculator()->config();
+  const int limit = std::max(sc.draft_max, sc.forced_drafts ? sc.forced_max : 0);  // a forced run may be longer
+  slot.speculator()->set_draft_hook([&](int64_t pos, int32_t, int, std::vector<int32_t>& d) {
     const int drafted = r.step_drafted[step], accepted = r.step_accepted[step];
+    const int max_drafts = limit;
     if (accepted < 0 || accepted > drafted || drafted > max_drafts)
       fail("step " + std::to_string(step + 1) + " drafted " + std::to_string(drafted) + " and accepted " +
            std::to_string(accepted) + " where at most " + std::to_string(max_drafts) + " drafts fit");

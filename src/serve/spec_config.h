@@ -18,6 +18,9 @@ struct SpecConfig {
   // A request's grammar proposes the tokens it forces as drafts (spec/constrained.md §6.4); off:
   // the MTP head drafts those positions too (filtered by the grammar, as every MTP draft is).
   bool forced_drafts = true;
+  // A step may verify up to this many drafts when the grammar forces them (forced runs are long:
+  // keys and punctuation, and nearly always accepted); MTP drafts stay at draft_max.
+  int forced_max = 8;
   // Ablations.
   // Prompt passes retain the last draft_max + 1 recurrent states, as llama.cpp does whenever
   // speculation is on (n_rs_seq); rollback-aware: only their last draft_max tokens run per token

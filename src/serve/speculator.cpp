@@ -38,6 +38,8 @@ void Speculator::validate(const SpecConfig& cfg) {
     throw std::invalid_argument("speculation: draft_max must be in [0, 16], got " + std::to_string(cfg.draft_max));
   if (cfg.draft_min < 0) throw std::invalid_argument("speculation: draft_min must be >= 0");
   if (!(cfg.p_min >= 0.0f && cfg.p_min <= 1.0f)) throw std::invalid_argument("speculation: p_min must be in [0, 1]");
+  if (cfg.forced_max < 0 || cfg.forced_max > 32)
+    throw std::invalid_argument("speculation: forced_max must be in [0, 32], got " + std::to_string(cfg.forced_max));
 }
 
 void Speculator::set_config(const SpecConfig& cfg) {
@@ -73,17 +75,19 @@ void Speculator::step(int32_t last, TokenPicker& picker, SpecStep& out, const Sp
   drafts_.clear();
   int64_t n_forced = 0;
   if (cfg_.enabled) {
-    const int64_t k = std::min<int64_t>({cfg_.draft_max, lim.max_tokens - 1, backend_.n_ctx() - P - 1});
+    const int64_t room = std::min<int64_t>(lim.max_tokens - 1, backend_.n_ctx() - P - 1);
+    const int64_t k = std::min<int64_t>(cfg_.draft_max, room);  // MTP drafts
+    const int64_t k_forced = std::min<int64_t>(std::max(cfg_.draft_max, cfg_.forced_max), room);  // with forced ones
     const auto t0 = Clock::now();
     std::optional<WithoutForcing> unforced;
     if (lim.constraint && !cfg_.forced_drafts) unforced.emplace(*lim.constraint);
     DraftConstraint* c = unforced ? &*unforced : lim.constraint;
     // The grammar's forced run from c's position, up to the step's limit.
     const auto append_forced = [&] {
-      if (!c || !cfg_.forced_drafts || static_cast<int64_t>(drafts_.size()) >= k || c->complete()) return;
+      if (!c || !cfg_.forced_drafts || static_cast<int64_t>(drafts_.size()) >= k_forced || c->complete()) return;
       c->forced(forced_);
       for (int32_t t : forced_) {
-        if (static_cast<int64_t>(drafts_.size()) >= k) break;
+        if (static_cast<int64_t>(drafts_.size()) >= k_forced) break;
         drafts_.push_back(t);
         c->advance(t);
         ++n_forced;
@@ -101,10 +105,12 @@ void Speculator::step(int32_t last, TokenPicker& picker, SpecStep& out, const Sp
     }
     if (static_cast<int>(drafts_.size()) < cfg_.draft_min) drafts_.clear(), n_forced = 0;
     if (hook_) {
+      // max_drafts is the MTP limit; a hook may return up to the forced-run limit (the dry run
+      // replays logged steps, whose forced runs may be longer).
       hook_(P + 1, last, static_cast<int>(k), drafts_);
-      if (static_cast<int64_t>(drafts_.size()) > k)
+      if (static_cast<int64_t>(drafts_.size()) > std::max(k, k_forced))
         throw std::logic_error("speculation: the draft hook returned " + std::to_string(drafts_.size()) +
-                               " drafts for a limit of " + std::to_string(k));
+                               " drafts for a limit of " + std::to_string(std::max(k, k_forced)));
       for (int32_t d : drafts_)
         if (!in_vocab(d)) throw std::logic_error("speculation: the draft hook returned token " + std::to_string(d));
     }

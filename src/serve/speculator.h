@@ -48,7 +48,8 @@ class GreedyPicker final : public TokenPicker {
 // Tests, benchmarks and the dry run: rewrites the proposed drafts (e.g. the known-correct
 // continuation, wrong tokens, or what a request log says was accepted) after the backend drafted.
 // pos: position of the first draft; the hook may resize the vector up to max_drafts (the step's
-// limit) and must keep ids in the vocabulary.
+// MTP limit; up to the forced-run limit, SpecConfig::forced_max, for steps a grammar drafted) and
+// must keep ids in the vocabulary.
 using DraftHook = std::function<void(int64_t pos, int32_t last, int max_drafts, std::vector<int32_t>& drafts)>;
 
 struct SpecLimits {

@@ -10,8 +10,17 @@
 // SIGTERM) or the URL of a running llama.cpp-compatible server. Runs alternate configurations.
 // Requests go to POST /v1/chat/completions, one at a time, in trace order; only the documented
 // `timings` fields are read (llama.cpp's cache_n, prompt_n, prompt_ms, predicted_n, predicted_ms;
-// Tandem's n_prompt, kv_bound, passes, checkpoints_created/restored when present).
-// Writes DIR/steps.csv, DIR/summary.md and, with gnuplot, DIR/latency.png and DIR/tokens.png.
+// Tandem's n_prompt, kv_bound, passes, checkpoints_created/restored and the speculation and
+// grammar counts when present).
+//
+// Constrained configurations: `--action-schema FILE` inside a configuration's flags (stripped
+// before the server's command line; after the URL for a running server) sends every request of
+// it with "response_format" {"type": "json_schema", "json_schema": {"name": "action", "schema":
+// <FILE>, "strict": true}}, Tandem's "tandem": {"json_whitespace": "compact"} and max_tokens
+// --action-max-tokens. Every answer of every configuration is checked with agent::parse_action.
+// Writes DIR/steps.csv, DIR/answers.jsonl, DIR/summary.md and, with gnuplot, DIR/latency.png and
+// DIR/tokens.png. Exits 3 (after writing them) when an answer of a constrained configuration does
+// not parse.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -19,6 +28,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -29,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/action.h"
 #include "agent/request_tokens.h"
 #include "agent/sim.h"
 #include "agent/trace.h"
@@ -40,6 +51,13 @@ using ojson = nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
 namespace {
+
+// The longest answer schemas/agent-action.schema.json admits, in bytes, rounded up: "finish" with
+// "infeasible" and a 48-character message of \uXXXX escapes, {"action":"finish","status":
+// "infeasible","message":"<288 bytes>"} = 342 bytes, plus the end-of-generation token. A token is
+// at least one byte, so no constrained answer is cut; a model with random weights fills strings to
+// their bound, mostly with longer tokens (the main job measures it).
+constexpr int kDefaultActionMaxTokens = 352;
 
 void usage() {
   std::fprintf(stderr,
@@ -53,14 +71,50 @@ void usage() {
                "  --runs N                 runs per configuration, alternating (default 1)\n"
                "  --out DIR                results (default replay-out)\n"
                "  --timeout S              per request (default 600)\n"
-               "  --limit N                only the first N requests\n");
+               "  --limit N                only the first N requests\n"
+               "  --action-max-tokens N    max_tokens of a constrained configuration's requests (default %d: the\n"
+               "                           longest answer agent-action.schema.json admits, one byte per token)\n"
+               "A configuration's flags may include --action-schema FILE (a replay option, not passed to the\n"
+               "server; for a URL, after it): its requests are constrained to that JSON schema\n"
+               "(response_format json_schema \"action\", strict; compact JSON whitespace).\n"
+               "Exit status: 0, 1 on an error, 2 on a usage error, 3 when a constrained answer does not parse.\n",
+               kDefaultActionMaxTokens);
 }
 
 struct Config {
   std::string name;
   std::string url;                 // non-empty: a running server
   std::vector<std::string> flags;  // else: tandem-server flags
+  std::string schema_path;         // --action-schema: constrained requests
+  ojson schema;                    // its contents (declaration order kept)
+  bool constrained() const { return !schema_path.empty(); }
 };
+
+// Removes the replay's own options (--action-schema FILE, or =FILE) from a configuration's words.
+void take_replay_options(std::vector<std::string>& words, Config& c) {
+  std::vector<std::string> kept;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w == "--action-schema") {
+      if (i + 1 >= words.size()) throw std::invalid_argument("configuration '" + c.name + "': --action-schema needs a file");
+      c.schema_path = words[++i];
+    } else if (w.rfind("--action-schema=", 0) == 0) {
+      c.schema_path = w.substr(16);
+    } else {
+      kept.push_back(w);
+    }
+  }
+  words = std::move(kept);
+  if (c.schema_path.empty()) return;
+  std::ifstream in(c.schema_path);
+  if (!in) throw std::invalid_argument("configuration '" + c.name + "': cannot open --action-schema " + c.schema_path);
+  try {
+    c.schema = ojson::parse(in);
+  } catch (const ojson::parse_error& e) {
+    throw std::invalid_argument("configuration '" + c.name + "': " + c.schema_path + " is not JSON: " + e.what());
+  }
+  if (!c.schema.is_object()) throw std::invalid_argument("configuration '" + c.name + "': " + c.schema_path + " is not a JSON object");
+}
 
 Config parse_replay_config(const std::string& spec) {
   Config c;
@@ -73,13 +127,16 @@ Config parse_replay_config(const std::string& spec) {
   }
   while (!rest.empty() && rest.front() == ' ') rest.erase(rest.begin());
   while (!c.name.empty() && c.name.back() == ' ') c.name.pop_back();
-  if (rest.rfind("http://", 0) == 0 || rest.rfind("https://", 0) == 0) {
-    c.url = rest;
-    while (!c.url.empty() && (c.url.back() == ' ' || c.url.back() == '/')) c.url.pop_back();
-  } else {
-    c.flags = split_args(rest);
-  }
   if (c.name.empty()) c.name = rest.empty() ? "default" : rest;
+  std::vector<std::string> words = split_args(rest);
+  take_replay_options(words, c);
+  if (!words.empty() && (words[0].rfind("http://", 0) == 0 || words[0].rfind("https://", 0) == 0)) {
+    c.url = words[0];
+    while (!c.url.empty() && c.url.back() == '/') c.url.pop_back();
+    if (words.size() > 1) throw std::invalid_argument("configuration '" + c.name + "': a URL takes no server flags (" + words[1] + ")");
+  } else {
+    c.flags = std::move(words);
+  }
   return c;
 }
 
@@ -162,7 +219,28 @@ struct Row {
   double latency_ms = 0, prompt_ms = 0, predicted_ms = 0;
   int64_t n_prompt = -1, cache_n = -1, new_tokens = -1, kv_bound = -1, passes = -1, created = -1, restored = -1,
           predicted_n = -1;
+  // The answer: finish_reason, whether agent::parse_action accepts it (no screen check: a model
+  // with random weights picks any index the schema allows), and the speculation / grammar counts
+  // (-1: not reported, e.g. by llama.cpp or a server without speculation).
+  std::string finish_reason, content, parse_error;
+  bool parsed = false;
+  int64_t drafts_proposed = -1, drafts_accepted = -1, drafts_forced = -1, drafts_forced_accepted = -1, drafts_mtp = -1,
+          verify_passes = -1;
+  double grammar_ms = -1;
+  // Trunk passes on the decode side: one per emitted token, less the drafts accepted with it
+  // (a verify pass emits its accepted drafts plus one token).
+  int64_t decode_passes() const {
+    if (predicted_n < 0) return -1;
+    return predicted_n - std::max<int64_t>(drafts_accepted, 0);
+  }
 };
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
 int64_t geti(const ojson& t, const char* key) {
   const auto it = t.find(key);
@@ -194,6 +272,57 @@ std::string safe_name(const std::string& s) {
   return o;
 }
 
+std::string ratio(int64_t num, int64_t den) {
+  if (den < 0 || num < 0) return "-";
+  return std::to_string(num) + " / " + std::to_string(den) + (den > 0 ? " (" + fmt(100.0 * num / den, 1) + "%)" : "");
+}
+
+// The answers per configuration, over every request of every run: how many parse, how many
+// max_tokens cut, and what an action costs on the decode side (medians: a model with random
+// weights makes some answers run to their bounds), with the drafts by source.
+std::string actions_table(const std::vector<Config>& configs, const std::vector<Row>& rows) {
+  std::string md =
+      "Answers (every request of every run; medians per action):\n\n"
+      "| configuration | constrained | parsed | cut (length) | step ms | decode passes | decode ms | tokens | "
+      "forced drafts accepted | MTP drafts accepted | verify passes | grammar ms |\n"
+      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const Config& cfg : configs) {
+    std::vector<double> step, passes, dms, toks, verify, gms;
+    int64_t n = 0, ok = 0, cut = 0;
+    int64_t forced = -1, forced_acc = -1, mtp = -1, mtp_acc = -1;
+    auto add = [](int64_t& sum, int64_t v) {
+      if (v < 0) return;
+      sum = std::max<int64_t>(sum, 0) + v;
+    };
+    for (const Row& r : rows) {
+      if (r.config != cfg.name) continue;
+      ++n;
+      ok += r.parsed;
+      cut += r.finish_reason == "length";
+      step.push_back(r.latency_ms);
+      if (r.decode_passes() >= 0) passes.push_back(static_cast<double>(r.decode_passes()));
+      dms.push_back(r.predicted_ms);
+      if (r.predicted_n >= 0) toks.push_back(static_cast<double>(r.predicted_n));
+      if (r.verify_passes >= 0) verify.push_back(static_cast<double>(r.verify_passes));
+      if (r.grammar_ms >= 0) gms.push_back(r.grammar_ms);
+      add(forced, r.drafts_forced);
+      add(forced_acc, r.drafts_forced_accepted);
+      add(mtp, r.drafts_mtp);
+      if (r.drafts_accepted >= 0) add(mtp_acc, r.drafts_accepted - std::max<int64_t>(r.drafts_forced_accepted, 0));
+    }
+    // A server without the by-source counts (no grammar support) reports only the totals: all MTP.
+    if (mtp < 0 && forced < 0) {
+      for (const Row& r : rows)
+        if (r.config == cfg.name) add(mtp, r.drafts_proposed);
+    }
+    auto med = [](const std::vector<double>& v, int prec) { return v.empty() ? std::string("-") : fmt(median(v), prec); };
+    md += "| " + cfg.name + " | " + (cfg.constrained() ? "yes" : "no") + " | " + ratio(ok, n) + " | " + std::to_string(cut) +
+          " | " + med(step, 1) + " | " + med(passes, 1) + " | " + med(dms, 1) + " | " + med(toks, 1) + " | " +
+          ratio(forced_acc, forced) + " | " + ratio(mtp_acc, mtp) + " | " + med(verify, 1) + " | " + med(gms, 2) + " |\n";
+  }
+  return md;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -202,6 +331,8 @@ int main(int argc, char** argv) {
   int runs = 1;
   int timeout_s = 600;
   size_t limit = 0;
+  int action_max_tokens = kDefaultActionMaxTokens;
+  size_t constrained_unparsed = 0;
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
@@ -218,6 +349,7 @@ int main(int argc, char** argv) {
       else if (a == "--out") out_dir = value();
       else if (a == "--timeout") timeout_s = std::stoi(value());
       else if (a == "--limit") limit = std::stoul(value());
+      else if (a == "--action-max-tokens") action_max_tokens = std::stoi(value());
       else if (a == "-h" || a == "--help") {
         usage();
         return 0;
@@ -226,6 +358,7 @@ int main(int argc, char** argv) {
     if (trace_path.empty()) throw std::invalid_argument("--trace is required");
     if (configs.empty()) throw std::invalid_argument("at least one --config is required");
     if (runs < 1) throw std::invalid_argument("--runs must be >= 1");
+    if (action_max_tokens < 1) throw std::invalid_argument("--action-max-tokens must be >= 1");
     for (const Config& c : configs)
       if (c.url.empty() && model.empty()) throw std::invalid_argument("configuration '" + c.name + "' starts a server: --model is required");
     if (server_bin.empty()) server_bin = (fs::path(argv[0]).parent_path() / "tandem-server").string();
@@ -288,6 +421,12 @@ int main(int argc, char** argv) {
           progress(label, i, trace.size());
           ojson body = trace[i].body;
           body["stream"] = false;
+          if (cfg.constrained()) {
+            body["response_format"] = ojson{{"type", "json_schema"},
+                                            {"json_schema", ojson{{"name", "action"}, {"schema", cfg.schema}, {"strict", true}}}};
+            body["tandem"] = ojson{{"json_whitespace", "compact"}};
+            body["max_tokens"] = action_max_tokens;
+          }
           const auto t0 = std::chrono::steady_clock::now();
           const auto res = cli.Post("/v1/chat/completions", body.dump(-1, ' ', false, ojson::error_handler_t::replace),
                                     "application/json");
@@ -317,6 +456,23 @@ int main(int argc, char** argv) {
           r.created = geti(t, "checkpoints_created");
           r.restored = geti(t, "checkpoints_restored");
           r.predicted_n = geti(t, "predicted_n");
+          r.drafts_proposed = geti(t, "drafts_proposed");
+          r.drafts_accepted = geti(t, "drafts_accepted");
+          r.drafts_forced = geti(t, "drafts_forced");
+          r.drafts_forced_accepted = geti(t, "drafts_forced_accepted");
+          r.drafts_mtp = geti(t, "drafts_mtp");
+          r.verify_passes = geti(t, "verify_passes");
+          r.grammar_ms = t.contains("grammar_ms") && t["grammar_ms"].is_number() ? t["grammar_ms"].get<double>() : -1;
+          if (j.contains("choices") && j["choices"].is_array() && !j["choices"].empty()) {
+            const ojson& ch = j["choices"][0];
+            if (ch.contains("finish_reason") && ch["finish_reason"].is_string()) r.finish_reason = ch["finish_reason"].get<std::string>();
+            if (ch.contains("message") && ch["message"].contains("content") && ch["message"]["content"].is_string())
+              r.content = ch["message"]["content"].get<std::string>();
+          }
+          const ParseResult parsed = parse_action(r.content);
+          r.parsed = parsed.ok();
+          r.parse_error = parsed.error;
+          if (cfg.constrained() && !r.parsed) ++constrained_unparsed;
           rows.push_back(r);
         }
         progress(label, trace.size(), trace.size());
@@ -328,12 +484,26 @@ int main(int argc, char** argv) {
     {
       std::ofstream csv(out_dir + "/steps.csv");
       csv << "config,run,request,episode,step,latency_ms,prompt_ms,predicted_ms,n_prompt,cache_n,new_tokens,kv_bound,"
-             "passes,checkpoints_created,checkpoints_restored,predicted_n\n";
+             "passes,checkpoints_created,checkpoints_restored,predicted_n,finish_reason,parsed,decode_passes,"
+             "drafts_proposed,drafts_accepted,drafts_forced,drafts_forced_accepted,drafts_mtp,verify_passes,grammar_ms\n";
       for (const Row& r : rows)
         csv << '"' << r.config << "\"," << r.run << ',' << r.request << ',' << r.episode << ',' << r.step << ','
             << fmt(r.latency_ms, 2) << ',' << fmt(r.prompt_ms, 2) << ',' << fmt(r.predicted_ms, 2) << ',' << r.n_prompt
             << ',' << r.cache_n << ',' << r.new_tokens << ',' << r.kv_bound << ',' << r.passes << ',' << r.created << ','
-            << r.restored << ',' << r.predicted_n << '\n';
+            << r.restored << ',' << r.predicted_n << ',' << r.finish_reason << ',' << (r.parsed ? 1 : 0) << ','
+            << r.decode_passes() << ',' << r.drafts_proposed << ',' << r.drafts_accepted << ',' << r.drafts_forced << ','
+            << r.drafts_forced_accepted << ',' << r.drafts_mtp << ',' << r.verify_passes << ','
+            << (r.grammar_ms < 0 ? std::string("-1") : fmt(r.grammar_ms, 3)) << '\n';
+    }
+    // answers.jsonl: every answer, and why it does not parse.
+    {
+      std::ofstream out(out_dir + "/answers.jsonl");
+      for (const Row& r : rows) {
+        ojson a{{"config", r.config}, {"run", r.run}, {"request", r.request}, {"finish_reason", r.finish_reason},
+                {"predicted_n", r.predicted_n}, {"content", r.content}, {"parsed", r.parsed}};
+        if (!r.parsed) a["parse_error"] = r.parse_error;
+        out << a.dump(-1, ' ', false, ojson::error_handler_t::replace) << '\n';
+      }
     }
 
     // Means per configuration over requests 2..n of every run (the first request prefills everything).
@@ -357,6 +527,7 @@ int main(int argc, char** argv) {
     }
     md = "Means over requests 2.." + std::to_string(trace.size()) + " of " + trace_path + " (" + std::to_string(runs) +
          " run(s) per configuration, alternating).\n\n" + md;
+    md += "\n" + actions_table(configs, rows);
     std::ofstream(out_dir + "/summary.md") << md;
     std::printf("%s", md.c_str());
 
@@ -394,7 +565,13 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr, "tandem-replay: gnuplot not found; plot script left in %s (Debian: gnuplot-nox)\n", gp_path.c_str());
     }
-    std::fprintf(stderr, "wrote %s/steps.csv, %s/summary.md\n", out_dir.c_str(), out_dir.c_str());
+    std::fprintf(stderr, "wrote %s/steps.csv, %s/answers.jsonl, %s/summary.md\n", out_dir.c_str(), out_dir.c_str(),
+                 out_dir.c_str());
+    if (constrained_unparsed) {
+      std::fprintf(stderr, "tandem-replay: %zu constrained answer(s) do not parse (see %s/answers.jsonl)\n", constrained_unparsed,
+                   out_dir.c_str());
+      return 3;
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "\ntandem-replay: %s\n", e.what());
     return 1;

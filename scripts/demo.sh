@@ -10,6 +10,11 @@
 #      Tandem (divergence checkpoints + batch consolidation) and Tandem with MTP speculation, prints
 #      the table, writes the plots, and checks every logged request against the replay model's
 #      prediction (the speculating server's from its logged per-step draft counts)
+#   6. replays it again with every answer constrained to the agent's action schema
+#      (schemas/agent-action.schema.json, compact JSON): with speculation and grammar-forced drafts
+#      (constrained), without the forced drafts (constrained_noforced) and without speculation
+#      (constrained_nospec); the table shows parsed answers, decode passes and ms per action and the
+#      step time of each. Fails (after the checks) if a constrained answer does not parse.
 # Everything lands in build/demo/. Environment: BUILD (build directory, default build), JOBS (build
 # jobs, default 2), RUNS (replay runs per configuration, default 1), THREADS (server compute
 # threads, default: one per physical core).
@@ -54,11 +59,23 @@ threads=()
 stock="--checkpoint-policy stock --consolidate-batches off ${threads[*]}"
 tandem="--checkpoint-policy divergence --consolidate-batches on ${threads[*]}"
 spec="$tandem --spec on"
+# Constrained: the server flags of each configuration; tandem-replay's --action-schema (not a
+# server flag) makes its requests carry the schema as response_format.
+schema=schemas/agent-action.schema.json
+constrained="$tandem --spec on --spec-forced on"
+constrained_noforced="$tandem --spec on --spec-forced off"
+constrained_nospec="$tandem"
 echo
-echo "== replay against tandem-server: stock vs divergence + consolidation (and with MTP speculation)"
+echo "== replay against tandem-server: stock vs divergence + consolidation (and with MTP speculation),"
+echo "   then constrained to the action schema with forced drafts, without them, and without speculation"
+replay_rc=0
 "$b"/tandem-replay --trace "$demo/trace.jsonl" --model "$model" --server-bin "$b"/tandem-server \
   --runs "${RUNS:-1}" --out "$demo" \
-  --config "stock: $stock" --config "tandem: $tandem" --config "speculation: $spec"
+  --config "stock: $stock" --config "tandem: $tandem" --config "speculation: $spec" \
+  --config "constrained: $constrained --action-schema $schema" \
+  --config "constrained_noforced: $constrained_noforced --action-schema $schema" \
+  --config "constrained_nospec: $constrained_nospec --action-schema $schema" || replay_rc=$?
+[ "$replay_rc" -eq 0 ] || [ "$replay_rc" -eq 3 ] || exit "$replay_rc"
 
 echo
 echo "== the server's own request logs vs the replay model's prediction"
@@ -66,6 +83,15 @@ for run in $(seq 1 "${RUNS:-1}"); do
   "$b"/tandem-sim -m "$model" --trace "$demo/trace.jsonl" --check "$demo/stock-run$run.jsonl" --config "stock: $stock" | tail -1
   "$b"/tandem-sim -m "$model" --trace "$demo/trace.jsonl" --check "$demo/tandem-run$run.jsonl" --config "tandem: $tandem" | tail -1
   "$b"/tandem-sim -m "$model" --trace "$demo/trace.jsonl" --check "$demo/speculation-run$run.jsonl" --config "speculation: $spec" | tail -1
+  # The constrained servers' logs too: the per-step draft counts they log (forced and MTP drafts
+  # alike) are all the dry run needs; the grammar changes which tokens are emitted, not the counts.
+  "$b"/tandem-sim -m "$model" --trace "$demo/trace.jsonl" --check "$demo/constrained-run$run.jsonl" --config "constrained: $constrained" | tail -1
+  "$b"/tandem-sim -m "$model" --trace "$demo/trace.jsonl" --check "$demo/constrained_noforced-run$run.jsonl" --config "constrained_noforced: $constrained_noforced" | tail -1
+  "$b"/tandem-sim -m "$model" --trace "$demo/trace.jsonl" --check "$demo/constrained_nospec-run$run.jsonl" --config "constrained_nospec: $constrained_nospec" | tail -1
 done
 echo
-echo "results: $root/$demo/summary.md, steps.csv, latency.png, tokens.png"
+echo "results: $root/$demo/summary.md, steps.csv, answers.jsonl, latency.png, tokens.png"
+if [ "$replay_rc" -eq 3 ]; then
+  echo "FAILED: a constrained answer does not parse (parse_error in $demo/answers.jsonl)" >&2
+  exit 1
+fi

@@ -73,6 +73,9 @@ struct Engine::SlotRun {
   std::optional<grammar::Matcher> matcher;     // the request's grammar, if it has one
   std::optional<GrammarPicker> picker;         // the sampler under the grammar's mask
   std::optional<GrammarDrafts> grammar_drafts; // the grammar's view for speculative drafting
+  // The grammar after the last *emitted* token: a speculative step's picker has already moved the
+  // matcher past the whole step (the bonus token included), which the engine emits one by one.
+  grammar::GrammarState emitted_state = grammar::kDeadState;
   std::optional<text::StreamDecoder> decoder;
   std::optional<text::StopStrings> stops;
   std::string raw_text;  // decoded output before stop strings (to name the matching one)
@@ -395,6 +398,7 @@ void Engine::start(SlotRun& s) {
   if (req.params.grammar) {
     s.matcher.emplace(req.params.grammar);
     s.grammar_drafts.emplace(*s.matcher);
+    s.emitted_state = s.matcher->state();
     std::lock_guard lk(mu_);
     ++counters_.grammar_requests;
   }
@@ -453,7 +457,12 @@ void Engine::emit(SlotRun& s, int32_t token, bool accepted) {
   s.result.text.append(shown);
   gen.push(shown, token);
   if (s.stops->stopped()) return finish(s, FinishReason::StopString);
-  if (s.matcher && s.matcher->complete()) return finish(s, FinishReason::GrammarComplete);
+  if (s.matcher) {
+    grammar::CompiledGrammar& g = s.matcher->grammar();
+    s.emitted_state = g.advance(s.emitted_state, token);  // memoized: a few table reads
+    if (s.emitted_state != grammar::kDeadState && g.complete(s.emitted_state))
+      return finish(s, FinishReason::GrammarComplete);
+  }
   if (gp.n_predict > 0 && static_cast<int64_t>(s.result.output.size()) >= gp.n_predict)
     return finish(s, FinishReason::Length);
   if (static_cast<int64_t>(s.slot->cached_tokens().size()) >= cfg_.n_ctx) return finish(s, FinishReason::ContextFull);

@@ -252,47 +252,53 @@ TEST_P(SpeculatorTest, GreedyOutputEqualsPlainDecodingUnderEverySwitch) {
 
 // The verification pass computes each row exactly as a plain decode step would (same kernels,
 // per-token delta rule, column-shared or not): logits bit for bit, and the state after it.
+// Every row of a verification pass, 1 + 3 as MTP drafts give and 1 + 8 as a grammar's forced run
+// gives, is bit for bit the one-token decode step at its position.
 TEST_P(SpeculatorTest, VerifyRowsAreBitIdenticalToDecodeSteps) {
   Qwen35Model& m = model(GetParam());
   const int64_t n_vocab = m.hparams().n_vocab;
   const auto prompt = random_tokens(40, n_vocab, 8);
-  const auto drafts = random_tokens(4, n_vocab, 9);
-  for (bool shared : {true, false}) {
-    auto a = m.new_sequence(kCtx), b = m.new_sequence(kCtx);
-    ForwardOutput o;
-    m.forward(*a, prompt, ForwardOptions{}, o);
-    b->copy_from(*a);
-    SpecConfig cfg;
-    cfg.column_shared_verify = shared;
-    ModelBackend mb(m, std::move(b));
-    mb.start_speculation(cfg);
-    Speculator spec(mb, cfg);
-    spec.set_draft_hook([&](int64_t, int32_t, int max, std::vector<int32_t>& d) {
-      d.assign(drafts.begin(), drafts.begin() + std::min(max, 3));
-    });
-    // A picker that records every row it is shown and accepts everything (returns the draft).
-    struct Recorder final : TokenPicker {
-      std::vector<std::vector<float>> rows;
-      std::vector<int32_t> script;
-      int32_t pick(std::span<const float> l) override {
-        rows.emplace_back(l.begin(), l.end());
-        return script[rows.size() - 1];
+  const auto drafts = random_tokens(9, n_vocab, 9);
+  for (int k : {3, 8})
+    for (bool shared : {true, false}) {
+      SCOPED_TRACE("k = " + std::to_string(k) + (shared ? ", column-shared" : ", one column at a time"));
+      auto a = m.new_sequence(kCtx), b = m.new_sequence(kCtx);
+      ForwardOutput o;
+      m.forward(*a, prompt, ForwardOptions{}, o);
+      b->copy_from(*a);
+      SpecConfig cfg;
+      cfg.column_shared_verify = shared;
+      cfg.draft_max = 3;
+      cfg.forced_max = 8;
+      ModelBackend mb(m, std::move(b));
+      mb.start_speculation(cfg);
+      Speculator spec(mb, cfg);
+      spec.set_draft_hook([&](int64_t, int32_t, int, std::vector<int32_t>& d) { d.assign(drafts.begin(), drafts.begin() + k); });
+      // A picker that records every row it is shown and accepts everything (returns the draft).
+      struct Recorder final : TokenPicker {
+        std::vector<std::vector<float>> rows;
+        std::vector<int32_t> script;
+        int32_t pick(std::span<const float> l) override {
+          rows.emplace_back(l.begin(), l.end());
+          return script[rows.size() - 1];
+        }
+      } rec;
+      rec.script = drafts;
+      SpecStep step;
+      SpecLimits lim;
+      lim.context = prompt;  // the speculator never saw the prompt pass: tokens from the context
+      spec.step(7, rec, step, lim);
+      ASSERT_EQ(step.accepted, k);
+      ASSERT_EQ(rec.rows.size(), static_cast<size_t>(k + 1));
+      std::vector<int32_t> fed = {7};
+      fed.insert(fed.end(), drafts.begin(), drafts.begin() + k);
+      for (int i = 0; i <= k; ++i) {
+        m.forward(*a, std::span<const int32_t>(&fed[static_cast<size_t>(i)], 1), ForwardOptions{}, o);
+        EXPECT_EQ(std::memcmp(o.logits.data(), rec.rows[static_cast<size_t>(i)].data(), o.logits.size() * sizeof(float)), 0)
+            << "row " << i;
       }
-    } rec;
-    rec.script = {drafts[0], drafts[1], drafts[2], drafts[3]};
-    SpecStep step;
-    SpecLimits lim;
-    lim.context = prompt;  // the speculator never saw the prompt pass: tokens from the context
-    spec.step(7, rec, step, lim);
-    ASSERT_EQ(step.accepted, 3);
-    ASSERT_EQ(rec.rows.size(), 4u);
-    const int32_t fed[] = {7, drafts[0], drafts[1], drafts[2]};
-    for (int i = 0; i < 4; ++i) {
-      m.forward(*a, std::span<const int32_t>(&fed[i], 1), ForwardOptions{}, o);
-      EXPECT_EQ(std::memcmp(o.logits.data(), rec.rows[i].data(), o.logits.size() * sizeof(float)), 0) << "row " << i;
+      EXPECT_EQ(std::memcmp(a->recurrent_data(), mb.state().recurrent_data(), a->recurrent_bytes()), 0);
     }
-    EXPECT_EQ(std::memcmp(a->recurrent_data(), mb.state().recurrent_data(), a->recurrent_bytes()), 0);
-  }
 }
 
 // A seeded sampler: sample-and-match gives exactly the tokens the same sampler gives without

@@ -121,10 +121,11 @@ struct CompiledGrammar::Impl {
   // ---- memory and limits ------------------------------------------------------------------
 
   void charge(size_t b) {
-    bytes += b;
-    if (bytes > limits.max_bytes)
+    // Checked before counting: a failed attempt does not grow the count.
+    if (bytes + b > limits.max_bytes)
       throw GrammarLimitError("grammar memory limit reached (max_bytes = " + std::to_string(limits.max_bytes) +
                               " bytes of states, transitions, masks and forced runs)");
+    bytes += b;
   }
 
   // ---- stack sets -----------------------------------------------------------------------
@@ -648,7 +649,11 @@ std::shared_ptr<CompiledGrammar> CompiledGrammar::compile(std::string_view gbnf,
   impl->limits = limits;
   const ParsedGrammar parsed = parse_gbnf(gbnf, limits, impl->vocab.get());
   impl->prog = Program::build(parsed);
-  impl->charge(impl->prog.bytes() + impl->source.size());
+  try {
+    impl->charge(impl->prog.bytes() + impl->source.size());
+  } catch (const GrammarLimitError& e) {
+    throw GrammarError(e.what());  // at compile time a limit is the request's fault: a 400
+  }
   // The finished state (after an end-of-generation token): allows nothing.
   {
     State& f = impl->states.emplace_back();

@@ -42,6 +42,15 @@ void GrammarCache::enforce_budget_locked() {
   }
 }
 
+void GrammarCache::invalidate(std::string_view gbnf) {
+  std::lock_guard lk(mu_);
+  const auto it = index_.find(gbnf);
+  if (it == index_.end()) return;
+  const auto node = it->second;
+  index_.erase(it);
+  lru_.erase(node);
+}
+
 GrammarCacheStats GrammarCache::stats() const {
   std::lock_guard lk(mu_);
   GrammarCacheStats s;

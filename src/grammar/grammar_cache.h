@@ -27,6 +27,9 @@ class GrammarCache {
   GrammarCache(std::shared_ptr<const VocabIndex> vocab, size_t budget_bytes, GrammarLimits limits = {});
   // The compiled grammar for this text (compiled now if not cached). Throws GrammarError.
   std::shared_ptr<CompiledGrammar> get(std::string_view gbnf);
+  // Drops the grammar compiled from this text (a run-time limit was reached: its states and masks
+  // only grow, so the next request compiles a fresh one). Requests holding it keep their copy.
+  void invalidate(std::string_view gbnf);
   GrammarCacheStats stats() const;
   const VocabIndex& vocab() const { return *vocab_; }
   const std::shared_ptr<const VocabIndex>& vocab_ptr() const { return vocab_; }

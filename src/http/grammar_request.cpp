@@ -55,11 +55,15 @@ GrammarRequest parse_grammar_request(const Json& body, bool chat, grammar::JsonW
 
   if (chat) {
     if (!gbnf.empty() && schema) throw bad_request("Cannot use both json_schema and grammar", "grammar");
-    if (!gbnf.empty() && format) throw bad_request("Cannot use both response_format and grammar", "grammar");
+    // {"type": "text"} is no constraint (OpenAI clients send it by default): a grammar may go with it.
+    const bool text_format = format && format->is_object() && format->value("type", Json()) == "text";
+    if (!gbnf.empty() && format && !text_format)
+      throw bad_request("Cannot use both response_format and grammar", "grammar");
     if (!gbnf.empty()) {
       const Json* tools = present(body, "tools");
-      const auto choice = opt_string(body, "tool_choice");
-      if (tools && !tools->empty() && choice.value_or("auto") != "none")
+      const Json* choice = present(body, "tool_choice");  // a string, or an object naming a function
+      const bool none = choice && choice->is_string() && choice->get<std::string>() == "none";
+      if (tools && !tools->empty() && !none)
         throw bad_request("Cannot use custom grammar constraints with tools.", "grammar");
     }
   }

@@ -21,6 +21,9 @@
 #include "model/qwen35_model.h"
 #include "model/test_models.h"
 #include "serve/engine.h"
+#include "serve/model_backend.h"
+#include "serve/policy_factory.h"
+#include "serve/slot.h"
 #include "text/tokenizer.h"
 
 namespace tandem::serve {
@@ -271,6 +274,84 @@ TEST(ConstrainedDecoding, LengthLimitEndsWithAValidPrefix) {
   auto g = compiled(*L.tok, kDigits);
   grammar::Matcher m(g);
   for (int32_t t : a.tokens) EXPECT_TRUE(m.accept(t));
+}
+
+
+// ignore_eos under a grammar: an end-of-generation token the grammar allows still ends the answer
+// (nothing can follow it), with speculation as without (the flexible grammar stays open after its
+// last character, so a draft may be the end-of-generation token).
+TEST(ConstrainedDecoding, IgnoreEosStillEndsAtTheGrammarsEnd) {
+  Loaded& L = tiny();
+  const auto ps = prompts(*L.tok);
+  const std::string gbnf = "root ::= [0-9]{1,3} [ ]*\n";
+  std::vector<Answer> ref;
+  {
+    Engine e(*L.model, *L.tok, engine_cfg(false));
+    for (const auto& p : ps) {
+      EngineRequest r;
+      r.prompt = p;
+      r.params.sampling.temperature = 0;
+      r.params.n_predict = 12;
+      r.params.ignore_eos = true;
+      r.params.grammar = e.compile_grammar(gbnf);
+      auto g = e.submit(std::move(r));
+      ASSERT_TRUE(g->wait_done(120s));
+      ref.push_back(Answer{g->result().output, g->result().text, g->result().reason, g->result().stats});
+    }
+  }
+  Engine e(*L.model, *L.tok, engine_cfg(true));
+  for (size_t i = 0; i < ps.size(); ++i) {
+    EngineRequest r;
+    r.prompt = ps[i];
+    r.params.sampling.temperature = 0;
+    r.params.n_predict = 12;
+    r.params.ignore_eos = true;
+    r.params.grammar = e.compile_grammar(gbnf);
+    auto g = e.submit(std::move(r));
+    ASSERT_TRUE(g->wait_done(120s));
+    EXPECT_NE(g->result().reason, FinishReason::Error) << g->result().error;
+    EXPECT_EQ(g->result().output, ref[i].tokens) << "prompt " << i;
+    EXPECT_EQ(g->result().reason, ref[i].reason) << "prompt " << i;
+  }
+}
+
+// A pick that fails inside a verified pass (a grammar limit) leaves the slot's tokens and its
+// state in step: the next request on the slot answers as a fresh slot would.
+TEST(ConstrainedDecoding, APickThatThrowsMidStepLeavesTheSlotConsistent) {
+  Loaded& L = tiny();
+  const auto ps = prompts(*L.tok);
+  auto make_slot = [&] {
+    auto s = std::make_unique<Slot>(std::make_unique<ModelBackend>(*L.model, 512), make_policy(PolicyConfig{}), SlotConfig{});
+    s->enable_speculation(SpecConfig{});
+    return s;
+  };
+  struct Throwing final : TokenPicker {
+    int rows = 0;
+    int32_t pick(std::span<const float>) override {
+      if (++rows == 2) throw grammar::GrammarLimitError("test: limit reached");
+      return 300;
+    }
+  };
+  auto greedy = [&](Slot& s, const std::vector<int32_t>& p) {
+    GreedyPicker g;
+    auto rep = s.prefill(Prompt{p, {}});
+    std::vector<int32_t> out{g.pick(rep.logits)};
+    while (out.size() < 6) {
+      auto t = s.decode_speculative(out.back(), g, static_cast<int64_t>(6 - out.size()));
+      out.insert(out.end(), t.begin(), t.end());
+    }
+    return out;
+  };
+  auto fresh = make_slot();
+  const auto want = greedy(*fresh, ps[1]);
+  auto slot = make_slot();
+  slot->prefill(Prompt{ps[0], {}});
+  slot->speculator()->set_draft_hook([](int64_t, int32_t, int, std::vector<int32_t>& d) { d.assign(3, 300); });
+  Throwing bad;
+  EXPECT_THROW(slot->decode_speculative(300, bad), grammar::GrammarLimitError);
+  EXPECT_EQ(static_cast<int64_t>(slot->cached_tokens().size()), slot->backend().n_past());
+  slot->speculator()->set_draft_hook(nullptr);
+  EXPECT_EQ(greedy(*slot, ps[1]), want);
 }
 
 }  // namespace

@@ -18,6 +18,9 @@ class DraftConstraint {
   virtual void begin() = 0;
   // The text is complete here and nothing may follow: the answer ends, nothing is drafted past it.
   virtual bool complete() = 0;
+  // The same for the committed state (after the tokens the picker accepted so far): the step's
+  // verification stops picking there, as the engine stops emitting.
+  virtual bool committed_complete() = 0;
   // The tokens the grammar forces from the current draft position (empty: the next token is a
   // choice). Appended to out (cleared first).
   virtual void forced(std::vector<int32_t>& out) = 0;

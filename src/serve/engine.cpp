@@ -373,6 +373,14 @@ void Engine::step(SlotRun& s) {
       const std::span<const float> logits = s.slot->decode(s.last);
       emit(s, pick(s, logits), /*accepted=*/true);
     }
+  } catch (const grammar::GrammarLimitError& e) {
+    // The grammar's states and masks only grow: the next request with this text compiles anew.
+    if (s.matcher) {
+      std::lock_guard lk(grammar_mu_);
+      if (grammars_) grammars_->invalidate(s.matcher->grammar().source());
+    }
+    if (s.p) finish(s, FinishReason::Error, e.what());
+    return;
   } catch (const std::exception& e) {
     if (s.p) finish(s, FinishReason::Error, e.what());
     return;
@@ -427,8 +435,11 @@ void Engine::decode_speculative(SlotRun& s) {
   const GenerationParams& gp = s.p->req.params;
   int64_t left = std::numeric_limits<int64_t>::max();
   if (gp.n_predict > 0) left = gp.n_predict - static_cast<int64_t>(s.result.output.size());
-  const std::span<const int32_t> stops =
-      gp.ignore_eos ? std::span<const int32_t>() : std::span<const int32_t>(tok_.vocab().eog_ids());
+  // Under a grammar an end-of-generation token ends the answer even with ignore_eos: nothing
+  // can follow it (emit ends the request on the finished grammar).
+  const std::span<const int32_t> stops = gp.ignore_eos && !s.matcher
+                                             ? std::span<const int32_t>()
+                                             : std::span<const int32_t>(tok_.vocab().eog_ids());
   // Every verified row is drawn exactly as a plain decode step would draw it (same picker: same
   // distribution, random stream, penalties and grammar mask).
   const std::span<const int32_t> toks = s.slot->decode_speculative(

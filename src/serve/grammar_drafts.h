@@ -17,6 +17,7 @@ class GrammarDrafts final : public DraftConstraint {
   explicit GrammarDrafts(const grammar::Matcher& committed) : m_(committed), pos_(committed.state()) {}
   void begin() override { pos_ = m_.state(); }
   bool complete() override { return m_.grammar().complete(pos_); }
+  bool committed_complete() override { return m_.complete(); }
   void forced(std::vector<int32_t>& out) override { m_.grammar().forced_tokens(pos_, out); }
   bool allows(int32_t token) override { return m_.grammar().allows(pos_, token); }
   void advance(int32_t token) override;

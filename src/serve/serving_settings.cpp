@@ -172,7 +172,7 @@ std::vector<ServingSetting> make_table() {
                          true, true, [](auto& c) -> auto& { return c.speculation.forced_drafts; }));
   t.push_back(int_row({"--draft-forced-max"}, {}, "N",
                       "drafts per step when a request's grammar forces them (default {};\n"
-                      "MTP drafts stay at --draft-max)",
+                      "at least --draft-max; MTP drafts stay at --draft-max)",
                       true, 0, 32, [](auto& c) -> auto& { return c.speculation.forced_max; }));
   t.push_back(on_off_row({"--spec-rollback-aware"},
                          "prompt passes keep k+1 states with a per-token tail only (default {};\n"

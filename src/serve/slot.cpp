@@ -355,6 +355,9 @@ std::span<const int32_t> Slot::decode_speculative(int32_t token, TokenPicker& pi
     spec_->step(token, picker, step, lim);
   } catch (...) {
     step.tokens.swap(spec_tokens_);
+    // A failure after the pass leaves the state past `token` (the speculator rolled back to
+    // there): the token list follows, so a later restore or prompt-cache save stays consistent.
+    if (backend_->n_past() == static_cast<int64_t>(cached_.size()) + 1) cached_.push_back(token);
     throw;
   }
   spec_tokens_.swap(step.tokens);

@@ -18,6 +18,7 @@ class WithoutForcing final : public DraftConstraint {
   explicit WithoutForcing(DraftConstraint& c) : c_(c) {}
   void begin() override { c_.begin(); }
   bool complete() override { return c_.complete(); }
+  bool committed_complete() override { return c_.committed_complete(); }
   void forced(std::vector<int32_t>& out) override { out.clear(); }
   bool allows(int32_t t) override { return c_.allows(t); }
   void advance(int32_t t) override { c_.advance(t); }
@@ -130,15 +131,32 @@ void Speculator::step(int32_t last, TokenPicker& picker, SpecStep& out, const Sp
   const auto is_stop = [&](int32_t t) {
     return std::find(lim.stop_tokens.begin(), lim.stop_tokens.end(), t) != lim.stop_tokens.end();
   };
-  for (int64_t i = 0; i < T; ++i) {
-    const int32_t t = picker.pick(rows.row(i));
-    picker.accept(t);
-    out.tokens.push_back(t);
-    if (i == k || t != drafts_[static_cast<size_t>(i)] || is_stop(t) ||
-        static_cast<int64_t>(out.tokens.size()) >= lim.max_tokens)
-      break;
+  bool complete_on_draft = false;  // the grammar completed at an accepted draft: no bonus row
+  try {
+    for (int64_t i = 0; i < T; ++i) {
+      const int32_t t = picker.pick(rows.row(i));
+      picker.accept(t);
+      out.tokens.push_back(t);
+      if (i == k || t != drafts_[static_cast<size_t>(i)] || is_stop(t) ||
+          static_cast<int64_t>(out.tokens.size()) >= lim.max_tokens)
+        break;
+      // A complete grammar ends the answer: the rows after it are not picked (nothing is allowed
+      // there but an end-of-generation token, which the engine does not need). The drafts up to
+      // here were all accepted and fed.
+      if (lim.constraint && lim.constraint->committed_complete()) {
+        complete_on_draft = true;
+        break;
+      }
+    }
+  } catch (...) {
+    // The picker failed (a grammar limit): leave the state at P + 1, `last` consumed, as a plain
+    // step would have, so that the slot's tokens and its state stay in step.
+    if (k > 0) backend_.roll_back(P + 1);
+    throw;
   }
-  const int64_t j = static_cast<int64_t>(out.tokens.size()) - 1;  // drafts accepted (fed and kept)
+  // Drafts accepted (fed and kept): all but the last token, which is the target's next one — or
+  // every token when the grammar completed at an accepted draft.
+  const int64_t j = static_cast<int64_t>(out.tokens.size()) - (complete_on_draft ? 0 : 1);
 
   // 4. Roll back to P + 1 + j.
   if (j < k) {

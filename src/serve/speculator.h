@@ -65,7 +65,8 @@ struct SpecLimits {
 
 struct SpecStep {
   // The accepted drafts, then the target's next token (the only one not fed):
-  // exactly the tokens 1 + accepted plain decode steps would have produced.
+  // exactly the tokens 1 + accepted plain decode steps would have produced. When the request's
+  // grammar completed at an accepted draft there is no next token: every token was fed.
   std::vector<int32_t> tokens;
   int drafted = 0;   // drafts verified
   int accepted = 0;  // drafts accepted

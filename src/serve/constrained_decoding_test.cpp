@@ -80,11 +80,12 @@ struct Answer {
 };
 
 Answer ask(Engine& e, const std::vector<int32_t>& prompt, const std::string& gbnf, int64_t n_predict,
-           text::SamplerParams sp = {.temperature = 0}) {
+           text::SamplerParams sp = {.temperature = 0}, bool ignore_eos = false) {
   EngineRequest r;
   r.prompt = prompt;
   r.params.sampling = sp;
   r.params.n_predict = n_predict;
+  r.params.ignore_eos = ignore_eos;
   if (!gbnf.empty()) r.params.grammar = e.compile_grammar(gbnf);
   auto g = e.submit(std::move(r));
   EXPECT_TRUE(g->wait_done(120s));
@@ -284,34 +285,19 @@ TEST(ConstrainedDecoding, IgnoreEosStillEndsAtTheGrammarsEnd) {
   Loaded& L = tiny();
   const auto ps = prompts(*L.tok);
   const std::string gbnf = "root ::= [0-9]{1,3} [ ]*\n";
+  const auto ask_ignoring_eos = [&](Engine& e, const std::vector<int32_t>& p) {
+    return ask(e, p, gbnf, 12, {.temperature = 0}, /*ignore_eos=*/true);
+  };
   std::vector<Answer> ref;
   {
     Engine e(*L.model, *L.tok, engine_cfg(false));
-    for (const auto& p : ps) {
-      EngineRequest r;
-      r.prompt = p;
-      r.params.sampling.temperature = 0;
-      r.params.n_predict = 12;
-      r.params.ignore_eos = true;
-      r.params.grammar = e.compile_grammar(gbnf);
-      auto g = e.submit(std::move(r));
-      ASSERT_TRUE(g->wait_done(120s));
-      ref.push_back(Answer{g->result().output, g->result().text, g->result().reason, g->result().stats});
-    }
+    for (const auto& p : ps) ref.push_back(ask_ignoring_eos(e, p));
   }
   Engine e(*L.model, *L.tok, engine_cfg(true));
   for (size_t i = 0; i < ps.size(); ++i) {
-    EngineRequest r;
-    r.prompt = ps[i];
-    r.params.sampling.temperature = 0;
-    r.params.n_predict = 12;
-    r.params.ignore_eos = true;
-    r.params.grammar = e.compile_grammar(gbnf);
-    auto g = e.submit(std::move(r));
-    ASSERT_TRUE(g->wait_done(120s));
-    EXPECT_NE(g->result().reason, FinishReason::Error) << g->result().error;
-    EXPECT_EQ(g->result().output, ref[i].tokens) << "prompt " << i;
-    EXPECT_EQ(g->result().reason, ref[i].reason) << "prompt " << i;
+    const Answer a = ask_ignoring_eos(e, ps[i]);  // ask() checks that it did not fail
+    EXPECT_EQ(a.tokens, ref[i].tokens) << "prompt " << i;
+    EXPECT_EQ(a.reason, ref[i].reason) << "prompt " << i;
   }
 }
 

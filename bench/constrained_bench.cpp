@@ -30,6 +30,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_util.h"
 #include "agent/request_tokens.h"
 #include "agent/trace.h"
 #include "grammar/compiled_grammar.h"
@@ -50,14 +51,8 @@ using namespace tandem;
 using namespace tandem::serve;
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using tandem::bench::median;
+using tandem::bench::ms_since;
 
 // Picks the scripted answer's next token whatever the logits say; moves the grammar (if any)
 // past every emitted token, as the engine's GrammarPicker does.

@@ -36,6 +36,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_util.h"
 #include "model/draft_vocab.h"
 #include "model/qwen35_model.h"
 #include "runtime/cpu_features.h"
@@ -48,13 +49,8 @@ using namespace tandem;
 using namespace tandem::serve;
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
-}
+using tandem::bench::median;
+using tandem::bench::ms_since;
 
 std::vector<int32_t> random_tokens(int64_t n, int64_t n_vocab, uint32_t seed) {
   std::mt19937 rng(seed);

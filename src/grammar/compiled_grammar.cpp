@@ -392,6 +392,25 @@ struct CompiledGrammar::Impl {
 
   // ---- tokens -------------------------------------------------------------------------------
 
+  // The values v of the state's !<[v]> stack tops whose continuation can still be matched
+  // (sorted, distinct). A token t != v goes on through such a stack.
+  std::vector<int32_t> alive_not_ids(GrammarState s) {
+    std::vector<int32_t> alive;
+    std::vector<Stack> work, out;
+    for (const Stack& stk : decode_stacks(states[s])) {
+      if (stk.empty() || prog.type[stk.back()] != ElemType::TokenNot) continue;
+      const int32_t v = static_cast<int32_t>(prog.value[stk.back()]);
+      if (std::find(alive.begin(), alive.end(), v) != alive.end()) continue;
+      work.clear();
+      out.clear();
+      step_past_top(stk, work);
+      expand(work, out);
+      if (!out.empty()) alive.push_back(v);
+    }
+    std::sort(alive.begin(), alive.end());
+    return alive;
+  }
+
   bool not_matches(int32_t not_id, int32_t token) const {
     return token != not_id && !vocab->is_eog(token) && !vocab->token_bytes(token).empty();
   }
@@ -521,12 +540,17 @@ struct CompiledGrammar::Impl {
       trie_walk<false>(s, 0, static_cast<uint32_t>(vocab->trie().size()), 0, m->bits.data());
       const State& st = states[s];
       auto set = [&](int32_t id) { m->bits[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63); };
-      for (const int32_t id : st.token_ids)
-        if (id >= 0 && id < n_vocab) set(id);
-      if (!st.not_ids.empty()) {
-        const bool all = st.not_ids.size() > 1;
+      // A token terminal is allowed only where what follows it can still be matched: an element
+      // after it may be unsatisfiable (a literal whose bytes are no UTF-8 any token spells), and
+      // then the parse ends there — the mask must not offer a token that advance() rejects.
+      const std::vector<int32_t> ids = st.token_ids;
+      for (const int32_t id : ids)
+        if (id >= 0 && id < n_vocab && advance_locked(s, id) != kDeadState) set(id);
+      const std::vector<int32_t> nots = alive_not_ids(s);
+      if (!nots.empty()) {
+        const bool all = nots.size() > 1;
         for (int32_t id = 0; id < n_vocab; ++id)
-          if ((all || id != st.not_ids[0]) && !vocab->is_eog(id) && !vocab->token_bytes(id).empty()) set(id);
+          if ((all || id != nots[0]) && !vocab->is_eog(id) && !vocab->token_bytes(id).empty()) set(id);
       }
       if (st.accepting)
         for (const int32_t id : vocab->tokenizer().vocab().eog_ids()) set(id);

@@ -173,6 +173,27 @@ TEST(GrammarMatcher, SpecialTokensOnlyThroughTokenTerminals) {
     EXPECT_EQ(n->mask(n->initial())->test(id), n->allows(n->initial(), id)) << id;
 }
 
+// A token terminal followed by an element no bytes can match (a literal that is no UTF-8: the
+// parser reads \xff as the lead of a 4-byte sequence, as llama.cpp does) is a dead end: the mask
+// must not offer the token, since advance() rejects it (found by the grammar fuzzer).
+TEST(GrammarMask, TokenTerminalBeforeAnUnmatchableElementIsNotOffered) {
+  const auto& v = tok().vocab();
+  const int32_t think = *v.find("<think>");
+  const std::string dead = "\"\xff\xff\xff\xc3\xa9\"";
+  for (const std::string& g_text : {"root ::= \"a\" | <[" + std::to_string(think) + "]> " + dead,
+                                    "root ::= \"a\" | !<[" + std::to_string(think) + "]> " + dead,
+                                    "root ::= [b-c]{1,2} <[" + std::to_string(think) + "]> " + dead + " | \"a\""}) {
+    auto g = compile(g_text);
+    GrammarState s = g->initial();
+    if (g_text.find("[b-c]") != std::string::npos) s = g->advance(s, id_of("b"));
+    ASSERT_NE(s, kDeadState) << g_text;
+    const auto m = g->mask(s);
+    for (int32_t id = 0; id < v.size(); ++id)
+      ASSERT_EQ(m->test(id), g->advance(s, id) != kDeadState) << g_text << " token " << id;
+    EXPECT_FALSE(m->test(think)) << g_text;
+  }
+}
+
 void check_mask_exact(const std::string& grammar, uint64_t seed, int steps) {
   auto g = compile(grammar);
   auto fresh = compile(grammar);  // recomputed from scratch along the same path

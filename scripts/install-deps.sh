@@ -3,7 +3,7 @@
 # Node.js and npm are checked by command, not by package: a machine may carry a Node.js
 # build whose `nodejs` package already contains npm (and conflicts with Debian's `npm`).
 set -euo pipefail
-pkgs=(cmake ninja-build g++ ccache pkg-config libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
+pkgs=(cmake ninja-build g++ ccache pkg-config libstb-dev libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
       libcpp-httplib-dev python3-numpy clang libclang-rt-14-dev gnuplot-nox
       libicu-dev  # ICU: tokenizer Unicode classes
       json-schema-test-suite python3-jsonschema)  # the JSON Schema -> GBNF conformance test

@@ -45,4 +45,23 @@ void l2_norm(CpuTier tier, const float* x, float* y, int64_t n, float eps) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale;
 }
 
+void layer_norm(const float* x, const float* w, const float* b, float* y, int64_t n, float eps) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]);
+  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  double sum2 = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i] - mean;
+    y[i] = v;
+    sum2 += static_cast<double>(v * v);
+  }
+  const float var = static_cast<float>(sum2 / static_cast<double>(n));
+  const float scale = 1.0f / std::sqrt(var + eps);
+  for (int64_t i = 0; i < n; ++i) y[i] *= scale;
+  if (w)
+    for (int64_t i = 0; i < n; ++i) y[i] *= w[i];
+  if (b)
+    for (int64_t i = 0; i < n; ++i) y[i] += b[i];
+}
+
 }  // namespace tandem::kernels

@@ -3,74 +3,14 @@
 #include <sstream>
 
 #include "gguf/quants.h"
+#include "model/tensor_binder.h"
 
 namespace tandem {
 namespace {
 
-std::string shape_str(const GgufTensorInfo& t) {
-  std::ostringstream s;
-  s << "[";
-  for (int i = 0; i < t.n_dims; ++i) s << (i ? ", " : "") << t.ne[i];
-  s << "]";
-  return s.str();
-}
-
-class Binder {
- public:
-  explicit Binder(const GgufFile& f) : f_(f) {}
-
-  const GgufTensorInfo& get(const std::string& name, std::vector<int64_t> ne) const {
-    const GgufTensorInfo* t = f_.find_tensor(name);
-    if (!t) f_.fail("missing required tensor '" + name + "'");
-    check_shape(*t, ne);
-    return *t;
-  }
-  const GgufTensorInfo* find(const std::string& name, std::vector<int64_t> ne) const {
-    const GgufTensorInfo* t = f_.find_tensor(name);
-    if (t) check_shape(*t, ne);
-    return t;
-  }
-
-  WeightMatrix matrix(const std::string& name, int64_t cols, int64_t rows) const {
-    return to_matrix(get(name, {cols, rows}));
-  }
-  static WeightMatrix to_matrix(const GgufTensorInfo& t) {
-    WeightMatrix m;
-    m.type = t.type;
-    m.cols = t.ne[0];
-    m.rows = t.ne[1];
-    m.data = t.data;
-    m.row_stride = row_bytes(t.type, t.ne[0]);
-    return m;
-  }
-  std::vector<float> floats(const std::string& name, std::vector<int64_t> ne) const {
-    return to_floats(get(name, ne));
-  }
-  static std::vector<float> to_floats(const GgufTensorInfo& t) {
-    std::vector<float> v(static_cast<size_t>(t.n_elements()));
-    dequantize_row(t.type, t.data, v.data(), t.n_elements());
-    return v;
-  }
-
- private:
-  void check_shape(const GgufTensorInfo& t, const std::vector<int64_t>& ne) const {
-    bool ok = t.n_dims == static_cast<int>(ne.size());
-    for (size_t i = 0; ok && i < ne.size(); ++i) ok = t.ne[i] == ne[i];
-    if (!ok) {
-      std::ostringstream want;
-      want << "[";
-      for (size_t i = 0; i < ne.size(); ++i) want << (i ? ", " : "") << ne[i];
-      want << "]";
-      f_.fail("tensor '" + t.name + "' has shape " + shape_str(t) + ": expected " + want.str() +
-              " from the hyper-parameters");
-    }
-  }
-  const GgufFile& f_;
-};
-
 std::string blk(int i, const char* name) { return "blk." + std::to_string(i) + "." + name; }
 
-void load_attention(const Binder& b, const Qwen35HParams& hp, int i, Qwen35LayerWeights& L) {
+void load_attention(const TensorBinder& b, const Qwen35HParams& hp, int i, Qwen35LayerWeights& L) {
   L.attn_q = b.matrix(blk(i, "attn_q.weight"), hp.n_embd, hp.q_proj_dim());
   L.attn_k = b.matrix(blk(i, "attn_k.weight"), hp.n_embd, hp.kv_dim());
   L.attn_v = b.matrix(blk(i, "attn_v.weight"), hp.n_embd, hp.kv_dim());
@@ -79,7 +19,7 @@ void load_attention(const Binder& b, const Qwen35HParams& hp, int i, Qwen35Layer
   L.attn_k_norm = b.floats(blk(i, "attn_k_norm.weight"), {hp.head_dim});
 }
 
-void load_common(const Binder& b, const Qwen35HParams& hp, int i, Qwen35LayerWeights& L) {
+void load_common(const TensorBinder& b, const Qwen35HParams& hp, int i, Qwen35LayerWeights& L) {
   L.attn_norm = b.floats(blk(i, "attn_norm.weight"), {hp.n_embd});
   L.post_attention_norm = b.floats(blk(i, "post_attention_norm.weight"), {hp.n_embd});
   L.ffn_gate = b.matrix(blk(i, "ffn_gate.weight"), hp.n_embd, hp.n_ff[i]);
@@ -96,7 +36,7 @@ void load_draft_head(const GgufFile& f, const Qwen35HParams& hp, int m, Qwen35Mt
   if (!t) f.fail(std::string("key '") + kDraftTokenIdsKey + "' present but tensor '" + name + "' is missing");
   if (!ids) f.fail("tensor '" + name + "' present but its token-id table '" + kDraftTokenIdsKey + "' is missing");
   if (t->n_dims != 2 || t->ne[0] != hp.n_embd || t->ne[1] < 1 || t->ne[1] > hp.n_vocab)
-    f.fail("tensor '" + name + "' has shape " + shape_str(*t) + ": expected [n_embd = " + std::to_string(hp.n_embd) +
+    f.fail("tensor '" + name + "' has shape " + tensor_shape_str(*t) + ": expected [n_embd = " + std::to_string(hp.n_embd) +
            ", R] with 1 <= R <= n_vocab = " + std::to_string(hp.n_vocab));
   if (static_cast<int64_t>(ids->size()) != t->ne[1])
     f.fail(std::string("key '") + kDraftTokenIdsKey + "' has " + std::to_string(ids->size()) + " ids for the " +
@@ -113,24 +53,24 @@ void load_draft_head(const GgufFile& f, const Qwen35HParams& hp, int m, Qwen35Mt
     seen[static_cast<size_t>(id)] = true;
     mtp.draft_token_ids.push_back(static_cast<int32_t>(id));
   }
-  mtp.draft_head = Binder::to_matrix(*t);
+  mtp.draft_head = TensorBinder::to_matrix(*t);
 }
 
 }  // namespace
 
 Qwen35Weights Qwen35Weights::load(const GgufFile& f, Qwen35HParams& hp) {
-  Binder b(f);
+  TensorBinder b(f);
   Qwen35Weights w;
   const GgufTensorInfo* emb = f.find_tensor("token_embd.weight");
   if (!emb) f.fail("missing required tensor 'token_embd.weight'");
   if (emb->n_dims != 2 || emb->ne[0] != hp.n_embd)
-    f.fail("tensor 'token_embd.weight' has shape " + shape_str(*emb) + ": expected [n_embd = " +
+    f.fail("tensor 'token_embd.weight' has shape " + tensor_shape_str(*emb) + ": expected [n_embd = " +
            std::to_string(hp.n_embd) + ", n_vocab]");
   hp.n_vocab = emb->ne[1];
-  w.token_embd = Binder::to_matrix(*emb);
+  w.token_embd = TensorBinder::to_matrix(*emb);
   w.output_norm = b.floats("output_norm.weight", {hp.n_embd});
   if (const GgufTensorInfo* out = b.find("output.weight", {hp.n_embd, hp.n_vocab})) {
-    w.output = Binder::to_matrix(*out);
+    w.output = TensorBinder::to_matrix(*out);
   } else {
     w.output = w.token_embd;
     w.tied = true;
@@ -164,11 +104,11 @@ Qwen35Weights Qwen35Weights::load(const GgufFile& f, Qwen35HParams& hp) {
     mtp.enorm = b.floats(blk(m, "nextn.enorm.weight"), {hp.n_embd});
     mtp.hnorm = b.floats(blk(m, "nextn.hnorm.weight"), {hp.n_embd});
     if (const GgufTensorInfo* t = b.find(blk(m, "nextn.shared_head_norm.weight"), {hp.n_embd}))
-      mtp.shared_head_norm = Binder::to_floats(*t);
+      mtp.shared_head_norm = TensorBinder::to_floats(*t);
     if (const GgufTensorInfo* t = b.find(blk(m, "nextn.embed_tokens.weight"), {hp.n_embd, hp.n_vocab}))
-      mtp.embed_tokens = Binder::to_matrix(*t);
+      mtp.embed_tokens = TensorBinder::to_matrix(*t);
     if (const GgufTensorInfo* t = b.find(blk(m, "nextn.shared_head_head.weight"), {hp.n_embd, hp.n_vocab}))
-      mtp.shared_head_head = Binder::to_matrix(*t);
+      mtp.shared_head_head = TensorBinder::to_matrix(*t);
     mtp.block.recurrent = false;
     load_common(b, hp, m, mtp.block);
     load_attention(b, hp, m, mtp.block);

@@ -1,0 +1,40 @@
+#include "kernels/gelu.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "gguf/ggml_type.h"
+
+namespace tandem::kernels {
+namespace {
+
+// Built on first use (thread-safe static): 128 KiB.
+const std::vector<uint16_t>& table() {
+  static const std::vector<uint16_t> t = [] {
+    std::vector<uint16_t> v(65536);
+    for (uint32_t i = 0; i < 65536; ++i) v[i] = fp32_to_fp16(gelu_tanh(fp16_to_fp32(static_cast<uint16_t>(i))));
+    return v;
+  }();
+  return t;
+}
+
+}  // namespace
+
+float gelu_tanh(float x) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
+  constexpr float kCoefA = 0.044715f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoefA * x * x)));
+}
+
+void gelu_tanh_table(const float* x, float* y, int64_t n) {
+  const uint16_t* t = table().data();
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    if (v <= -10.0f) y[i] = 0.0f;
+    else if (v >= 10.0f) y[i] = v;
+    else y[i] = fp16_to_fp32(t[fp32_to_fp16(v)]);
+  }
+}
+
+}  // namespace tandem::kernels

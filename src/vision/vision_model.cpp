@@ -169,7 +169,7 @@ EncodeStats VisionModel::encode(const float* pixels, int width, int height, std:
   st.gflop = (2.0 * np * static_cast<double>(hp_.patch_dim()) * c * 2.0 +
               hp_.n_layer * (2.0 * np * c * (3.0 * c + c + 2.0 * f) + 4.0 * np * np * c) +
               2.0 * ntok * (16.0 * c * c + 4.0 * c * static_cast<double>(hp_.out_dim))) * 1e-9;
-  st.workspace_bytes = ws.bytes();
+  st.workspace_bytes = workspace_bytes_for(n_pos, opt.attention_block_bytes);
   return st;
 }
 

@@ -53,7 +53,7 @@ struct EncodeStats {
   int64_t n_patches = 0;
   double ms = 0;           // wall time of encode()
   double gflop = 0;        // multiply-adds x 2 of its products and attention (spec §4's count)
-  size_t workspace_bytes = 0;  // the encoder's working memory (buffers sized for this image)
+  size_t workspace_bytes = 0;  // the working memory this image needs (workspace_bytes_for)
 };
 
 class VisionModel {

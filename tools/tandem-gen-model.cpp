@@ -1,4 +1,5 @@
-// tandem-gen-model: writes a seeded random-weight Qwen3.5 (qwen35) GGUF model.
+// tandem-gen-model: writes a seeded random-weight Qwen3.5 (qwen35) GGUF model, or with --mmproj
+// a Qwen3.5 vision tower (mmproj, projector qwen3vl_merger).
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -9,14 +10,19 @@
 
 #include "gguf/ggml_type.h"
 #include "model/qwen35_generator.h"
+#include "vision/vision_generator.h"
 
 namespace {
 
 void usage(FILE* f) {
   std::fprintf(f,
       "usage: tandem-gen-model --preset tiny|0.8b|2b|4b -o OUT.gguf [options]\n"
+      "       tandem-gen-model --mmproj --preset tiny|0.8b|2b|4b|9b -o MMPROJ.gguf [--type T] [--seed N]\n"
       "\n"
-      "Writes a Qwen3.5 (llama.cpp arch qwen35) GGUF with seeded random weights.\n"
+      "Writes a Qwen3.5 (llama.cpp arch qwen35) GGUF with seeded random weights; with --mmproj the\n"
+      "vision tower of that model size instead (llama.cpp's mmproj layout, projector qwen3vl_merger;\n"
+      "tiny = the golden tower, out width 256; --type F32, F16 (default), BF16, Q8_0, Q4_0, Q4_K, Q5_K,\n"
+      "Q6_K for its matrices).\n"
       "\n"
       "options:\n"
       "  --preset NAME          model shape: tiny (fast tests), 0.8b, 2b, 4b (real shapes)\n"
@@ -33,6 +39,7 @@ void usage(FILE* f) {
       "  --tokenizer-json FILE  embed a HF tokenizer.json vocabulary (default: built-in ~340 tokens)\n"
       "  --chat-template FILE   embed this Jinja chat template\n"
       "  --threads N            worker threads (default 2; output does not depend on it)\n"
+      "  --mmproj               write the vision tower (mmproj) of the preset instead\n"
       "  -h, --help             this text\n");
 }
 
@@ -86,6 +93,8 @@ int main(int argc, char** argv) {
   GenOptions opt;
   bool untied = false;
   long long layers = -1;
+  bool mmproj = false;
+  bool seed_set = false, type_set = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> std::string {
@@ -95,12 +104,15 @@ int main(int argc, char** argv) {
     if (a == "-h" || a == "--help") {
       usage(stdout);
       return 0;
+    } else if (a == "--mmproj") {
+      mmproj = true;
     } else if (a == "--preset") {
       preset = value();
     } else if (a == "-o" || a == "--output") {
       out = value();
     } else if (a == "--type") {
       opt.ftype = value();
+      type_set = true;
       if (!qwen35_ftype_from_name(opt.ftype)) {
         std::string names;
         for (const auto& n : qwen35_ftype_names()) names += (names.empty() ? "" : ", ") + n;
@@ -112,6 +124,7 @@ int main(int argc, char** argv) {
       opt.embd_type = parse_type(a, value());
     } else if (a == "--seed") {
       opt.seed = parse_u64(a, value());
+      seed_set = true;
     } else if (a == "--no-mtp") {
       opt.mtp = false;
     } else if (a == "--untied") {
@@ -132,6 +145,30 @@ int main(int argc, char** argv) {
   }
   if (preset.empty()) die("--preset is required (tiny, 0.8b, 2b or 4b)");
   if (out.empty()) die("-o OUT.gguf is required");
+  if (mmproj) {
+    try {
+      vision::MmprojGenOptions g;
+      g.shape = vision::VisionTowerShape::preset_shape(preset);
+      if (type_set) {  // else the mmproj default, F16 (a text model's is F32)
+        auto t = ggml_type_from_name(opt.ftype);
+        if (!t) die("--type: unknown ggml type '" + opt.ftype + "' for an mmproj");
+        g.type = *t;
+      }
+      if (seed_set) g.seed = opt.seed;
+      g.n_threads = opt.n_threads;
+      const size_t bytes = vision::write_mmproj(out, g);
+      const auto& s = g.shape;
+      std::printf("wrote %s: mmproj (qwen3vl_merger) %s, %lld blocks, C %lld, %lld heads, MLP %lld, out %lld, %s, %s bytes, seed %llu\n",
+                  out.c_str(), preset.c_str(), static_cast<long long>(s.n_layer), static_cast<long long>(s.n_embd),
+                  static_cast<long long>(s.n_head), static_cast<long long>(s.n_ff), static_cast<long long>(s.out_dim),
+                  ggml_type_name(g.type), with_commas(static_cast<long long>(bytes)).c_str(),
+                  static_cast<unsigned long long>(g.seed));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tandem-gen-model: %s\n", e.what());
+      return 1;
+    }
+    return 0;
+  }
 
   try {
     opt.shape = Qwen35Shape::preset_shape(preset);

@@ -1,5 +1,5 @@
 // AVX-512 versions of the elementwise and short-convolution kernels and of the norms' sum of
-// squares (dispatch in elementwise.cpp / conv1d.cpp / norms.cpp). Only callable on the AVX-512 tiers.
+// squares and the scaled softmax (dispatch in elementwise.cpp / conv1d.cpp / norms.cpp / softmax.cpp). Only callable on the AVX-512 tiers.
 #pragma once
 
 #include <cstdint>
@@ -19,5 +19,8 @@ double sum_squares(const float* x, int64_t n);
 // Causal depthwise conv + SiLU over channels [0, channels) (see conv1d.h for layouts).
 void conv1d_silu(const float* x, int64_t ldx, int64_t T, int64_t channels, int K, const float* w, const float* state,
                  float* y, int64_t ldy);
+
+// In place: x = softmax(x * scale) (softmax.h).
+void softmax_scaled(float* x, int64_t n, float scale);
 
 }  // namespace tandem::kernels::avx512

@@ -9,6 +9,7 @@
 #include "kernels/gelu.h"
 #include "kernels/norms.h"
 #include "kernels/rope_vision.h"
+#include "kernels/softmax.h"
 
 namespace tandem::vision {
 
@@ -148,18 +149,26 @@ EncodeStats VisionModel::encode(const float* pixels, int width, int height, std:
     if (opt.on_node) opt.on_node(EncoderNode{name, data, rows, cols, ld});
   };
 
+  EncodeStats st;
+  auto lap = [t = std::chrono::steady_clock::now()](double& acc) mutable {
+    const auto now = std::chrono::steady_clock::now();
+    acc += std::chrono::duration<double, std::milli>(now - t).count();
+    t = now;
+  };
   // 1. Patch embedding: both temporal kernels over the one frame, summed, plus the bias (§3.1).
   embed_patches(pixels, width, height, Wp, Hp, x);
   node("patch_bias", x, n_pos, C, C);
   // 2. The learned position table, bilinearly resampled to the patch grid (§3.3).
   add_position_embedding(Wp, Hp, x);
   node("inp_pos_emb", x, n_pos, C, C);
+  lap(st.embed_ms);
   // 3. The ViT blocks.
-  for (int il = 0; il < hp_.n_layer; ++il) block(il, Wp, Hp, opt);
+  for (int il = 0; il < hp_.n_layer; ++il) block(il, Wp, Hp, opt, st);
+  lap(st.norm_ms);  // (block() accounts its stages itself; this lap is ~0)
   // 4. The merger: LayerNorm, 2x2 groups, Linear-GELU-Linear (§3.6).
   merger(n_pos, out, opt);
+  lap(st.merger_ms);
 
-  EncodeStats st;
   st.nx = Wp / hp_.merge;
   st.ny = Hp / hp_.merge;
   st.n_patches = n_pos;
@@ -243,7 +252,7 @@ void VisionModel::add_position_embedding(int Wp, int Hp, float* x) {
   });
 }
 
-void VisionModel::block(int il, int Wp, int Hp, const EncodeOptions& opt) {
+void VisionModel::block(int il, int Wp, int Hp, const EncodeOptions& opt, EncodeStats& st) {
   const VisionLayerWeights& L = w_.layers[static_cast<size_t>(il)];
   const int64_t n_pos = static_cast<int64_t>(Wp) * Hp, C = hp_.n_embd, F = hp_.n_ff;
   Workspace& ws = *ws_;
@@ -263,11 +272,18 @@ void VisionModel::block(int il, int Wp, int Hp, const EncodeOptions& opt) {
     });
   };
 
+  auto lap = [t = std::chrono::steady_clock::now()](double& acc) mutable {
+    const auto now = std::chrono::steady_clock::now();
+    acc += std::chrono::duration<double, std::milli>(now - t).count();
+    t = now;
+  };
   // Attention sub-layer: x += W_out · Attn(RoPE(QKV(LN1(x)))) (§3.5 steps 1-5).
   norm(L.ln1_w, L.ln1_b);
   node("ln1", a, C, C);
+  lap(st.norm_ms);
   float* qkv = sized(ws.qkv, static_cast<size_t>(n_pos * 3 * C));
   linear(L.qkv, L.qkv_b, a, C, n_pos, qkv, 3 * C);
+  lap(st.qkv_ms);
   // 2-D RoPE on q and k; the angles depend on the patch only, computed once per image.
   const int d = hp_.head_dim;
   float* cs = ws.rope_cs.data();
@@ -290,11 +306,14 @@ void VisionModel::block(int il, int Wp, int Hp, const EncodeOptions& opt) {
   });
   node("Qcur_rope", qkv, C, 3 * C);
   node("Kcur_rope", qkv + C, C, 3 * C);
+  lap(st.rope_ms);
   attention(n_pos, opt);  // a = softmax(q k^T / sqrt(d)) v, heads concatenated
   node("kqv_out", a, C, C);
+  lap(st.attention_ms);
   float* o = sized(ws.t0, static_cast<size_t>(n_pos * C));
   linear(L.out, L.out_b, a, C, n_pos, o, C);
   node("attn_out", o, C, C);
+  lap(st.out_ms);
   for_rows(n_pos, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo * C; i < hi * C; ++i) x[i] += o[i];
   });
@@ -303,15 +322,18 @@ void VisionModel::block(int il, int Wp, int Hp, const EncodeOptions& opt) {
   // MLP sub-layer: x += W_down · GELU(W_up · LN2(x)) (§3.5 step 6).
   norm(L.ln2_w, L.ln2_b);
   node("ffn_inp_normed", a, C, C);
+  lap(st.norm_ms);
   float* h = sized(ws.ffn, static_cast<size_t>(n_pos * F));
   linear(L.up, L.up_b, a, C, n_pos, h, F);
   for_rows(n_pos, [&](int64_t lo, int64_t hi) { kernels::gelu_tanh_table(h + lo * F, h + lo * F, (hi - lo) * F); });
   linear(L.down, L.down_b, h, F, n_pos, o, C);
   node("ffn_out", o, C, C);
+  lap(st.mlp_ms);
   for_rows(n_pos, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo * C; i < hi * C; ++i) x[i] += o[i];
   });
   node("layer_out", x, C, C);
+  lap(st.norm_ms);
 }
 
 // Full bidirectional attention of every head over all patches (llama.cpp's non-flash path:
@@ -349,24 +371,9 @@ void VisionModel::attention(int64_t n_pos, const EncodeOptions& opt) {
     for (int64_t q0 = 0; q0 < n_pos; q0 += qb) {
       const int64_t nq = std::min(qb, n_pos - q0);
       kernels::matmul(K, qkv + q0 * ld + h * d, ld, nq, s, n_pos, *ctx_);
-      // softmax(s * scale) per query row, as ggml's soft_max_ext (scaled, max-subtracted,
-      // the sum of exponentials in double).
+      // softmax(s * scale) per query row, as ggml's soft_max_ext (kernels/softmax.h).
       for_rows(nq, [&](int64_t lo, int64_t hi) {
-        for (int64_t r = lo; r < hi; ++r) {
-          float* row = s + r * n_pos;
-          float mx = -INFINITY;
-          for (int64_t j = 0; j < n_pos; ++j) {
-            row[j] *= scale;
-            mx = std::max(mx, row[j]);
-          }
-          double sum = 0.0;
-          for (int64_t j = 0; j < n_pos; ++j) {
-            row[j] = std::exp(row[j] - mx);
-            sum += static_cast<double>(row[j]);
-          }
-          const float inv = static_cast<float>(1.0 / sum);
-          for (int64_t j = 0; j < n_pos; ++j) row[j] *= inv;
-        }
+        for (int64_t r = lo; r < hi; ++r) kernels::softmax_scaled(ctx_->tier, s + r * n_pos, n_pos, scale);
       });
       kernels::matmul(V, s, n_pos, nq, a + q0 * C + h * d, C, *ctx_);
     }

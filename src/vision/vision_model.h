@@ -54,6 +54,10 @@ struct EncodeStats {
   double ms = 0;           // wall time of encode()
   double gflop = 0;        // multiply-adds x 2 of its products and attention (spec §4's count)
   size_t workspace_bytes = 0;  // the working memory this image needs (workspace_bytes_for)
+  // Wall time by stage (ms): patch + position embedding, LayerNorms + residuals, QKV product,
+  // RoPE, attention (both products, V transpose and softmax), output projection, MLP (up, GELU,
+  // down), merger.
+  double embed_ms = 0, norm_ms = 0, qkv_ms = 0, rope_ms = 0, attention_ms = 0, out_ms = 0, mlp_ms = 0, merger_ms = 0;
 };
 
 class VisionModel {
@@ -92,7 +96,7 @@ class VisionModel {
               int64_t ldy);
   void embed_patches(const float* pixels, int width, int height, int Wp, int Hp, float* x);
   void add_position_embedding(int Wp, int Hp, float* x);
-  void block(int il, int Wp, int Hp, const EncodeOptions& opt);
+  void block(int il, int Wp, int Hp, const EncodeOptions& opt, EncodeStats& st);
   void attention(int64_t n_pos, const EncodeOptions& opt);
   void merger(int64_t n_pos, std::vector<float>& out, const EncodeOptions& opt);
   template <typename F>

@@ -45,7 +45,7 @@ struct Qwen35Model::Workspace {
   std::vector<float> qg, k, v;        // attention projections
   std::vector<float> ff_act;          // silu(gate) * up: T x n_ff
   std::vector<float> conv_tmp;
-  std::vector<float> rope_cs;
+  std::vector<float> rope_cs;         // the pass's rotary cos/sin rows: T x n_rot (rope_rows)
   std::unique_ptr<PassShape> shape;  // the running pass's shape (its vectors reused)
   std::vector<float*> snapshot_to;   // per token of a per-token segment: its rollback slot or null
   std::vector<float> cat;            // MTP: [normed embedding ; normed hidden], T x 2*n_embd
@@ -213,7 +213,7 @@ void Qwen35Model::mtp_forward(MtpState& st, std::span<const int32_t> tokens, con
 
   // One full-attention block with its own KV cache, then the FFN.
   residual_norm(nullptr, M.block.attn_norm, sized(ws.cur, T * n_embd), T);
-  attention_layer(M.block, st.k.data(), st.v.data(), pos0, T);
+  attention_layer(M.block, st.k.data(), st.v.data(), pos0, T, rope_rows(nullptr, pos0, T));
   ffn(M.block, T);  // x += the attention output; the FFN's output into ws.m
   st.n_past += T;
 
@@ -239,6 +239,10 @@ void Qwen35Model::validate_batch(const SequenceState& st, std::span<const int32_
   const int64_t T = static_cast<int64_t>(tokens.size());
   const int64_t pos0 = st.n_past();
   if (T == 0) throw std::invalid_argument("forward: empty batch");
+  if (const ImageSpan* im = st.open_image())
+    throw std::logic_error("forward: the image at index " + std::to_string(im->begin) + " holds " +
+                           std::to_string(pos0 - im->begin) + " of its " + std::to_string(im->n_rows()) +
+                           " rows; text may follow it only once its last row is in (forward_image)");
   if (pos0 + T > st.n_ctx())
     throw std::length_error("forward: " + std::to_string(pos0) + " cached + " + std::to_string(T) +
                             " new tokens exceed the context of " + std::to_string(st.n_ctx()));
@@ -249,12 +253,33 @@ void Qwen35Model::validate_batch(const SequenceState& st, std::span<const int32_
                                   ")");
 }
 
-void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, const ForwardOptions& opt,
-                          ForwardOutput& out) {
-  std::lock_guard<std::mutex> lock(mu_);
-  // Validate everything before touching the state.
-  validate_batch(st, tokens);
-  const int64_t T = static_cast<int64_t>(tokens.size());
+void Qwen35Model::validate_rows(const SequenceState& st, const EmbeddingRows& r) const {
+  const int64_t pos0 = st.n_past();
+  if (r.n_rows <= 0 || r.rows == nullptr) throw std::invalid_argument("forward_image: no rows");
+  if (r.nx <= 0 || r.ny <= 0)
+    throw std::invalid_argument("forward_image: empty image grid " + std::to_string(r.nx) + " x " +
+                                std::to_string(r.ny));
+  const int64_t n_img = static_cast<int64_t>(r.nx) * r.ny;
+  if (r.first_row < 0 || r.first_row + r.n_rows > n_img)
+    throw std::invalid_argument("forward_image: rows [" + std::to_string(r.first_row) + ", " +
+                                std::to_string(r.first_row + r.n_rows) + ") outside the image's " +
+                                std::to_string(n_img) + " rows");
+  const ImageSpan* open = st.open_image();
+  if (r.first_row == 0 && open)
+    throw std::logic_error("forward_image: the image at index " + std::to_string(open->begin) +
+                           " is not complete; a new image cannot start before its last row");
+  if (r.first_row > 0 &&
+      (!open || open->nx != r.nx || open->ny != r.ny || pos0 - open->begin != r.first_row))
+    throw std::logic_error("forward_image: rows from " + std::to_string(r.first_row) + " of a " +
+                           std::to_string(r.nx) + " x " + std::to_string(r.ny) +
+                           " image do not continue the state's open image");
+  const int64_t begin = pos0 - r.first_row;
+  if (begin + n_img > st.n_ctx())
+    throw std::length_error("forward_image: an image of " + std::to_string(n_img) + " rows at index " +
+                            std::to_string(begin) + " exceeds the context of " + std::to_string(st.n_ctx()));
+}
+
+Qwen35Model::PassShape& Qwen35Model::plan_pass(const SequenceState& st, int64_t T, const ForwardOptions& opt) {
   const int64_t pos0 = st.n_past();
   PassShape& sh = *ws_->shape;
   sh.rel_cuts.clear();
@@ -277,7 +302,28 @@ void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, co
   const bool chunked = opt.gdn == GdnAlgorithm::Chunked ||
                        (opt.gdn == GdnAlgorithm::Auto && T > 1 && delta_rule_prefers_chunked(ws_->kc.tier, hp_.d_state));
   plan_delta_rule_segments(T, sh.rel_cuts, sh.rollback_slots, opt.per_token_tail, chunked, sh.segments);
-  run_pass(st, tokens, sh, out);
+  return sh;
+}
+
+void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, const ForwardOptions& opt,
+                          ForwardOutput& out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Validate everything before touching the state.
+  validate_batch(st, tokens);
+  const int64_t T = static_cast<int64_t>(tokens.size());
+  const PassShape& sh = plan_pass(st, T, opt);
+  run_pass(st, PassInput{tokens, nullptr, T}, sh, out);
+}
+
+void Qwen35Model::forward_image(SequenceState& st, const EmbeddingRows& rows, const ForwardOptions& opt,
+                                ForwardOutput& out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  validate_rows(st, rows);
+  const PassShape& sh = plan_pass(st, rows.n_rows, opt);
+  // The image's first rows: the state now holds it (open until its last row is in), which gives
+  // the rows their positions (SequenceState::position).
+  if (rows.first_row == 0) st.begin_image(rows.nx, rows.ny);
+  run_pass(st, PassInput{{}, rows.rows, rows.n_rows}, sh, out);
 }
 
 void Qwen35Model::forward_logged(SequenceState& st, std::span<const int32_t> tokens, const LoggedPassOptions& opt,
@@ -295,13 +341,12 @@ void Qwen35Model::forward_logged(SequenceState& st, std::span<const int32_t> tok
   sh.rollback_live = true;
   // Every token per token, as T decode steps would run them (and as roll_back() replays them).
   plan_delta_rule_segments(T, {}, 0, 0, /*chunked=*/false, sh.segments);
-  run_pass(st, tokens, sh, out);
+  run_pass(st, PassInput{tokens, nullptr, T}, sh, out);
 }
 
 // The pass itself (mu_ held, the shape validated).
-void Qwen35Model::run_pass(SequenceState& st, std::span<const int32_t> tokens, const PassShape& sh,
-                           ForwardOutput& out) {
-  const int64_t T = static_cast<int64_t>(tokens.size());
+void Qwen35Model::run_pass(SequenceState& st, const PassInput& in, const PassShape& sh, ForwardOutput& out) {
+  const int64_t T = in.T;
   const int64_t n_embd = hp_.n_embd;
   const int64_t pos0 = st.n_past();
   const std::vector<int64_t>& rel_cuts = sh.rel_cuts;
@@ -330,10 +375,17 @@ void Qwen35Model::run_pass(SequenceState& st, std::span<const int32_t> tokens, c
   for (int64_t s = 0; s < n_rb; ++s) out.rollback_states[s].pos = pos0 + T - s;
   if (n_rb > 0 && !sh.rollback_live) out.rollback_states[0].pos = -1;
 
-  // Token embeddings (get_rows: one dequantized row per token).
+  // Layer-0 input: token embeddings (get_rows: one dequantized row per token), or embedding
+  // rows as they are (an image's, spec vision.md §5.4).
   float* x = sized(ws.x, T * n_embd);
-  for (int64_t t = 0; t < T; ++t)
-    dequantize_row(w_.token_embd.type, w_.token_embd.row(tokens[t]), x + t * n_embd, n_embd);
+  if (in.rows) {
+    std::memcpy(x, in.rows, static_cast<size_t>(T * n_embd) * sizeof(float));
+  } else {
+    for (int64_t t = 0; t < T; ++t)
+      dequantize_row(w_.token_embd.type, w_.token_embd.row(in.tokens[t]), x + t * n_embd, n_embd);
+  }
+  // The rotary angles of the inputs' positions: text and image rows alike (SequenceState::position).
+  const float* rope_cs = rope_rows(&st, pos0, T);
 
   int g = 0, a = 0;
   for (int il = 0; il < hp_.n_layer; ++il) {
@@ -343,7 +395,7 @@ void Qwen35Model::run_pass(SequenceState& st, std::span<const int32_t> tokens, c
     if (L.recurrent) {
       gdn_layer(il, g++, st, T, sh, out);
     } else {
-      attention_layer(L, st.k_cache(a), st.v_cache(a), pos0, T);
+      attention_layer(L, st.k_cache(a), st.v_cache(a), pos0, T, rope_cs);
       ++a;
     }
     ffn(L, T);  // x += the mixer's output (ws.m); then the FFN's output into ws.m
@@ -635,8 +687,19 @@ void Qwen35Model::roll_back(SequenceState& st, const ForwardOutput& out, int64_t
   }
 }
 
+const float* Qwen35Model::rope_rows(const SequenceState* st, int64_t pos0, int64_t T) {
+  const int n_rot = hp_.n_rot;
+  float* cs = sized(ws_->rope_cs, static_cast<size_t>(T * n_rot));
+  for (int64_t t = 0; t < T; ++t) {
+    const MropePosition p = st ? st->position(pos0 + t) : MropePosition{pos0 + t, pos0 + t, pos0 + t, 0};
+    rope_cache_mrope(p.data(), n_rot, hp_.rope_freq_base, hp_.rope_sections, cs + t * n_rot);
+  }
+  return cs;
+}
+
 // Gated full attention (spec §4.4): reads ws.cur, writes ws.m, appends to the KV cache.
-void Qwen35Model::attention_layer(const Qwen35LayerWeights& L, float* kc, float* vc, int64_t pos0, int64_t T) {
+void Qwen35Model::attention_layer(const Qwen35LayerWeights& L, float* kc, float* vc, int64_t pos0, int64_t T,
+                                  const float* rope_cs) {
   Workspace& ws = *ws_;
   const int64_t n_embd = hp_.n_embd, qdim = hp_.q_proj_dim(), kvd = hp_.kv_dim();
   const int hd = hp_.head_dim, nh = hp_.n_head, nkv = hp_.n_head_kv;
@@ -649,9 +712,8 @@ void Qwen35Model::attention_layer(const Qwen35LayerWeights& L, float* kc, float*
 
   // q/k head norms, RoPE, and the new K/V rows into the cache. The query of head h
   // is qg[h*2*hd, +hd); its output gate follows it.
-  float* cs = sized(ws.rope_cs, static_cast<size_t>(hp_.n_rot));
   for (int64_t t = 0; t < T; ++t) {
-    rope_cache(pos0 + t, hp_.n_rot, hp_.rope_freq_base, cs);
+    const float* cs = rope_cs + t * hp_.n_rot;
     float* qrow = qg + t * qdim;
     for (int h = 0; h < nh; ++h) {
       float* qh = qrow + static_cast<int64_t>(h) * 2 * hd;

@@ -1,6 +1,7 @@
 // The qwen35 hybrid model: a loaded GGUF plus the forward pass over a batch of
-// tokens of one sequence. Read forward() top to bottom for the whole network
-// (spec §4); each layer kind is one function below it.
+// tokens — or of an image's embedding rows (forward_image) — of one sequence. Read
+// forward() and run_pass() top to bottom for the whole network (spec §4); each layer
+// kind is one function below it.
 #pragma once
 
 #include <cstdint>
@@ -31,8 +32,9 @@ enum class LogitsMode { None, Last, All };
 // (Single tokens always run per token.)
 enum class GdnAlgorithm { Auto, Recurrent, Chunked };
 
-// Two kinds of pass, two entry points, so that no option can contradict the kind:
-//   forward(): the pass hands back copies of the states asked for — checkpoints at cut positions,
+// Two kinds of pass, so that no option can contradict the kind:
+//   forward() (and forward_image(), the same pass over an image's embedding rows instead of
+//     token ids): the pass hands back copies of the states asked for — checkpoints at cut positions,
 //     snapshots after each of its last K tokens (the rollback states a speculating slot retains,
 //     or a verification pass in copy mode: a rollback is one copy back). ForwardOptions.
 //   forward_logged(): a verification pass that copies nothing per token. It keeps the recurrent
@@ -68,6 +70,18 @@ struct ForwardOptions {
   // false: every column runs as its own one-column product (a switch for the verification
   // benchmark, docs/speculation.md; the numbers are the same).
   bool column_shared = true;
+};
+
+// Embedding rows that enter the network as layer-0 input as they are (no lookup, no scaling):
+// an image's rows from the vision encoder (spec vision.md §5.4), raster order over its ny × nx grid
+// (row r is grid row r / nx, column r % nx). One image may be fed in pieces, each a forward_image
+// call (llama.cpp decodes them in n_batch pieces, §5.5): first_row = 0 starts the image at the
+// state's n_past(), first_row = k continues the image the state holds k rows of.
+struct EmbeddingRows {
+  const float* rows = nullptr;  // n_rows x n_embd floats
+  int64_t n_rows = 0;
+  int nx = 0, ny = 0;           // the image's grid: nx * ny rows in all
+  int64_t first_row = 0;        // the first row's index in the image
 };
 
 // A verification pass with a replay log (forward_logged).
@@ -171,11 +185,22 @@ class Qwen35Model {
   void mtp_forward(MtpState& st, std::span<const int32_t> tokens, const float* hidden, LogitsMode logits,
                    ForwardOutput& out, const WeightMatrix* head = nullptr);
 
-  // Runs tokens at positions state.n_past() ... and advances the state. Reuses out's
-  // buffers. Throws std::invalid_argument / std::length_error on bad tokens or overflow
-  // of the context, leaving the state untouched.
+  // Runs tokens at cache indices state.n_past() ... (rotary positions: SequenceState::position)
+  // and advances the state. Reuses out's buffers. Throws std::invalid_argument / std::length_error
+  // on bad tokens or overflow of the context, std::logic_error while the state holds part of an
+  // image (forward_image), leaving the state untouched.
   void forward(SequenceState& state, std::span<const int32_t> tokens, const ForwardOptions& opt,
                ForwardOutput& out);
+  // The same pass over image rows: rows [first_row, first_row + n_rows) of an nx x ny image at positions
+  // state.n_past()..., rotated by their M-RoPE positions (SequenceState::position: (p0, p0 + row,
+  // p0 + col)); GDN layers see them as ordinary tokens in raster order. The options mean what they
+  // mean for forward() (cuts inside an image leave a state the image's remaining rows continue;
+  // logits, usually LogitsMode::None, are the rows' own). Text tokens after the image (forward())
+  // continue at p0 + max(nx, ny). Throws, leaving the state untouched: std::invalid_argument on a
+  // bad grid or row range, std::logic_error where the rows do not start a new image or continue the
+  // open one (first_row, nx, ny), std::length_error where the image does not fit the context.
+  void forward_image(SequenceState& state, const EmbeddingRows& rows, const ForwardOptions& opt,
+                     ForwardOutput& out);
   // The same pass with a replay log instead of state copies (see above); validates as forward().
   void forward_logged(SequenceState& state, std::span<const int32_t> tokens, const LoggedPassOptions& opt,
                       ForwardOutput& out);
@@ -188,10 +213,23 @@ class Qwen35Model {
 
  private:
   struct Workspace;
-  struct PassShape;  // one pass, validated: what the two entry points hand to the layers
+  struct PassShape;  // one pass, validated: what the entry points hand to the layers
+  // What enters layer 0: token ids (looked up in the embedding table) or embedding rows (as they are).
+  struct PassInput {
+    std::span<const int32_t> tokens;
+    const float* rows = nullptr;  // T x n_embd, when not tokens
+    int64_t T = 0;
+  };
   Qwen35Model() = default;
   void validate_batch(const SequenceState& st, std::span<const int32_t> tokens) const;
-  void run_pass(SequenceState& st, std::span<const int32_t> tokens, const PassShape& shape, ForwardOutput& out);
+  void validate_rows(const SequenceState& st, const EmbeddingRows& rows) const;
+  // ForwardOptions of a pass of T inputs at st.n_past() into the workspace's PassShape (throws on bad options).
+  PassShape& plan_pass(const SequenceState& st, int64_t T, const ForwardOptions& opt);
+  void run_pass(SequenceState& st, const PassInput& in, const PassShape& shape, ForwardOutput& out);
+  // The rotary cos/sin rows (T x n_rot, the workspace's) of cache indices pos0 .. pos0 + T - 1: their
+  // M-RoPE positions in st (SequenceState::position), or without a sequence (the MTP head's own
+  // cache) the indices themselves. Built once per pass, read by every attention layer.
+  const float* rope_rows(const SequenceState* st, int64_t pos0, int64_t T);
   void gdn_layer(int il, int g, SequenceState& st, int64_t T, const PassShape& shape, ForwardOutput& out);
   struct GdnRows;  // where a GDN layer's per-token rows live (the workspace or the replay log)
   GdnRows gdn_rows(int g, int64_t T, const PassShape& shape, ForwardOutput& out);
@@ -199,8 +237,10 @@ class Qwen35Model {
                 const GdnRows& r, ForwardOutput& out);
   void gdn_delta_rule(const Qwen35LayerWeights& L, int g, SequenceState& st, int64_t T, const PassShape& shape,
                       const GdnRows& r, ForwardOutput& out);
-  // Gated attention over the cache rows [0, pos0 + T); appends T rows at pos0.
-  void attention_layer(const Qwen35LayerWeights& L, float* k_cache, float* v_cache, int64_t pos0, int64_t T);
+  // Gated attention over the cache rows [0, pos0 + T); appends T rows at pos0, rotated by rope_cs
+  // (T rows of n_rot: rope_rows()).
+  void attention_layer(const Qwen35LayerWeights& L, float* k_cache, float* v_cache, int64_t pos0, int64_t T,
+                       const float* rope_cs);
   void ffn(const Qwen35LayerWeights& L, int64_t T);
   // The residual stream ws.x: x += m (when given), then out = rms_norm(x) * w, token by token.
   void residual_norm(const float* m, const std::vector<float>& w, float* out, int64_t T);

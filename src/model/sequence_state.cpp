@@ -46,6 +46,37 @@ void SequenceState::truncate_kv(int64_t pos) {
     throw std::out_of_range("SequenceState::truncate_kv: position " + std::to_string(pos) + " outside [0, " +
                             std::to_string(n_past_) + "]");
   n_past_ = pos;
+  while (!images_.empty() && images_.back().begin >= pos) images_.pop_back();
+  bump_version();
+}
+
+MropePosition SequenceState::position(int64_t index) const {
+  // The last image that starts at or before index.
+  const auto it = std::upper_bound(images_.begin(), images_.end(), index,
+                                   [](int64_t i, const ImageSpan& s) { return i < s.begin; });
+  if (it == images_.begin()) return {index, index, index, 0};  // no image before: position = index
+  const ImageSpan& s = *(it - 1);
+  if (index < s.end()) {
+    const int64_t r = index - s.begin;
+    return {s.p0, s.p0 + r / s.nx, s.p0 + r % s.nx, 0};
+  }
+  const int64_t p = s.p0 + s.n_pos() + (index - s.end());  // text after the image
+  return {p, p, p, 0};
+}
+
+void SequenceState::begin_image(int nx, int ny) {
+  if (nx <= 0 || ny <= 0)
+    throw std::invalid_argument("SequenceState::begin_image: empty grid " + std::to_string(nx) + " x " +
+                                std::to_string(ny));
+  if (open_image())
+    throw std::logic_error("SequenceState::begin_image: the image at index " + std::to_string(images_.back().begin) +
+                           " is not complete");
+  ImageSpan s;
+  s.begin = n_past_;
+  s.p0 = position(n_past_)[0];
+  s.nx = nx;
+  s.ny = ny;
+  images_.push_back(s);
   bump_version();
 }
 
@@ -74,12 +105,14 @@ void SequenceState::copy_from(const SequenceState& other) {
     std::copy(vs, vs + other.n_past_ * kv_dim_, v_cache(a));
   }
   n_past_ = other.n_past_;
+  images_ = other.images_;
   bump_version();
 }
 
 void SequenceState::reset() {
   std::fill(recurrent_.begin(), recurrent_.end(), 0.0f);
   n_past_ = 0;
+  images_.clear();
   bump_version();
 }
 

@@ -5,8 +5,25 @@
 // The recurrent state lives in one contiguous buffer so that a checkpoint is a
 // single memcpy; the KV cache needs no copy to go back in time: truncating it is
 // just moving the position.
+//
+// Cache indices and rotary positions. Every input row (a text token or an image's embedding
+// row) takes one cache index, 0, 1, 2, ...; its M-RoPE position (t, y, x, e) (spec vision.md
+// §5.2–5.3) follows from the images the sequence holds, which the state keeps as ImageSpans (the
+// one owner of that table: truncate_kv / restore / copy_from / reset keep it with the KV rows):
+//   * text before any image: (i, i, i, 0);
+//   * row r of an image of nx × ny rows whose first row sits at index b: (p0, p0 + r / nx,
+//     p0 + r % nx, 0), p0 = the position a text token at b would have had;
+//   * text after an image continues at p0 + max(nx, ny): position = index − Σ (nx·ny − max(nx, ny))
+//     over the images before it.
+// An image may arrive in pieces (several passes): until its last row is in, it is the state's
+// open image, which only its next rows may follow (Qwen35Model::forward_image). A truncation
+// inside an image keeps the rows before the cut — the image is open again, and its remaining rows
+// continue it exactly (the rows before are in the KV, the position rule does not depend on where
+// the pieces end); a truncation at or before an image's first row drops the image.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -28,6 +45,20 @@ struct RecurrentCheckpoint {
   int64_t pos = -1;
   StateBuffer data;
   size_t bytes() const { return data.size() * sizeof(float); }
+};
+
+// A rotary position (t, y, x, e) (kernels::rope_cache_mrope).
+using MropePosition = std::array<int64_t, 4>;
+
+// One image's embedding rows in the sequence: cache indices [begin, begin + nx·ny), raster order
+// over its ny × nx grid; p0 its first row's temporal position.
+struct ImageSpan {
+  int64_t begin = 0;
+  int64_t p0 = 0;
+  int nx = 0, ny = 0;
+  int64_t n_rows() const { return static_cast<int64_t>(nx) * ny; }
+  int64_t end() const { return begin + n_rows(); }
+  int64_t n_pos() const { return std::max(nx, ny); }  // positions the image takes (spec vision.md §5.2)
 };
 
 class SequenceState {
@@ -57,7 +88,8 @@ class SequenceState {
   // cp.pos must be <= n_past() (the KV rows before it are still the ones it was taken with).
   void restore(const RecurrentCheckpoint& cp);
   // Truncates the KV cache to pos <= n_past() and sets the position; the caller must
-  // also put the recurrent state of that position in place (restore() does both).
+  // also put the recurrent state of that position in place (restore() does both). Images that
+  // start at or after pos are dropped; one with rows on both sides of pos stays, open.
   void truncate_kv(int64_t pos);
   // Overwrites the recurrent state (a buffer of recurrent_bytes(), e.g. a rollback state).
   void set_recurrent(const float* data);
@@ -68,6 +100,20 @@ class SequenceState {
   void copy_from(const SequenceState& other);
   // Back to an empty sequence: zero state, position 0.
   void reset();
+
+  // The images the sequence holds, by cache index (the last one may be open: see above).
+  const std::vector<ImageSpan>& images() const { return images_; }
+  // The image whose rows are not all in yet (n_past() inside it), or null.
+  const ImageSpan* open_image() const {
+    return !images_.empty() && images_.back().end() > n_past_ ? &images_.back() : nullptr;
+  }
+  // The M-RoPE position of cache index `index` (any index >= 0: past n_past() the rows of the open
+  // image, else the position a text token there would take).
+  MropePosition position(int64_t index) const;
+
+  // Starts an image of nx × ny rows at n_past() (the forward pass does, before its first rows;
+  // throws std::logic_error while another image is open, std::invalid_argument for an empty grid).
+  void begin_image(int nx, int ny);
 
   // Advanced by the forward pass.
   void advance(int64_t n) {
@@ -89,6 +135,7 @@ class SequenceState {
   int64_t conv_floats_, ssm_floats_, kv_dim_;
   StateBuffer recurrent_;
   std::vector<float> kv_;
+  std::vector<ImageSpan> images_;  // ascending begin, disjoint; rows of the last may be pending
 };
 
 }  // namespace tandem

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "kernels/gelu.h"
+#include "kernels/gemm_f32.h"
 #include "kernels/norms.h"
 #include "kernels/rope_vision.h"
 #include "kernels/softmax.h"
@@ -23,14 +24,14 @@ struct VisionModel::Workspace {
   std::vector<float> x;        // n_pos x C: the residual stream
   std::vector<float> a;        // n_pos x C: normed input of a sub-layer / attention output
   std::vector<float> qkv;      // n_pos x 3C
-  std::vector<float> vt;       // H x d x n_pos: V transposed, per head (the P·V product's weight rows)
-  std::vector<float> scores;   // q_block x n_pos
+  std::vector<float> kt;       // H x d x n_pos: K transposed, per head (the Q·Kᵀ product's B)
+  std::vector<float> scores;   // per thread: q_block x n_pos
   std::vector<float> ffn;      // n_pos x F (also the merger's n_tok x 4C rows)
   std::vector<float> t0;       // n_pos x C: the second patch kernel's product / o-projection
   std::vector<float> rope_cs;  // n_pos x d: cos/sin per patch (the same for every layer)
   size_t bytes() const {
     size_t n = 0;
-    for (const auto* v : {&patches, &x, &a, &qkv, &vt, &scores, &ffn, &t0, &rope_cs}) n += v->capacity() * sizeof(float);
+    for (const auto* v : {&patches, &x, &a, &qkv, &kt, &scores, &ffn, &t0, &rope_cs}) n += v->capacity() * sizeof(float);
     return n;
   }
 };
@@ -49,10 +50,11 @@ inline void merge_order_position(int64_t t, int nx, int& row, int& col) {
   col = static_cast<int>(2 * (blk % nx) + dx);
 }
 
-// Query rows per attention block: the scores of a block against every patch fit `budget`.
+// Query rows per attention task: at most 64 (a task's share of the work stays small enough to
+// balance the threads) and the scores of the block against every patch within `budget`.
 int64_t query_block(int64_t n_pos, size_t budget) {
   const int64_t q = static_cast<int64_t>(budget / (static_cast<size_t>(n_pos) * sizeof(float)));
-  return std::clamp<int64_t>(q, 1, n_pos);
+  return std::clamp<int64_t>(q, 1, std::min<int64_t>(64, n_pos));
 }
 
 }  // namespace
@@ -125,7 +127,7 @@ size_t VisionModel::workspace_bytes_for(int64_t n_pos, size_t attention_block_by
   const int64_t C = hp_.n_embd, F = hp_.n_ff, d = hp_.head_dim;
   const int64_t qb = query_block(n_pos, attention_block_bytes);
   const int64_t floats = n_pos * hp_.patch_dim() + 3 * n_pos * C /* x, a, t0 */ + n_pos * 3 * C /* qkv */ +
-                         n_pos * C /* vt */ + qb * n_pos + n_pos * std::max<int64_t>(F, hp_.merged_dim() / 4) +
+                         n_pos * C /* kt */ + qb * n_pos * pool_->size() + n_pos * std::max<int64_t>(F, hp_.merged_dim() / 4) +
                          n_pos * d /* rope */;
   return static_cast<size_t>(floats) * sizeof(float);
 }
@@ -164,7 +166,8 @@ EncodeStats VisionModel::encode(const float* pixels, int width, int height, std:
   lap(st.embed_ms);
   // 3. The ViT blocks.
   for (int il = 0; il < hp_.n_layer; ++il) block(il, Wp, Hp, opt, st);
-  lap(st.norm_ms);  // (block() accounts its stages itself; this lap is ~0)
+  double blocks_ms = 0;  // block() accounts its stages itself
+  lap(blocks_ms);
   // 4. The merger: LayerNorm, 2x2 groups, Linear-GELU-Linear (§3.6).
   merger(n_pos, out, opt);
   lap(st.merger_ms);
@@ -337,47 +340,34 @@ void VisionModel::block(int il, int Wp, int Hp, const EncodeOptions& opt, Encode
 }
 
 // Full bidirectional attention of every head over all patches (llama.cpp's non-flash path:
-// kq = k·q, softmax(kq / sqrt(d)) in F32, then v·kq). Blocked over queries so the scores of one
-// block against all n_pos keys stay within the budget; both products are kernels::matmul
-// calls on F32 matrices viewed in place (K rows of the qkv buffer; V transposed per head).
+// kq = k·q, softmax(kq / sqrt(d)) in F32, then v·kq). Tasks are (head, block of query rows): a
+// task's scores against all n_pos keys sit in its thread's buffer (at most the byte budget),
+// get their exact row softmax, and multiply V where it lies in the QKV rows. K is transposed per
+// head once so that both products are gemm_f32's row-major A·B.
 void VisionModel::attention(int64_t n_pos, const EncodeOptions& opt) {
   const int64_t C = hp_.n_embd, H = hp_.n_head, d = hp_.head_dim, ld = 3 * C;
   Workspace& ws = *ws_;
   const float* qkv = ws.qkv.data();
   float* a = ws.a.data();
-  float* vt = sized(ws.vt, static_cast<size_t>(n_pos * C));
-  // V^T: head h, dim j, patch t at vt[(h*d + j)*n_pos + t].
+  float* kt = sized(ws.kt, static_cast<size_t>(n_pos * C));
+  // K^T: head h, dim j, patch t at kt[(h*d + j)*n_pos + t].
   pool_->parallel_for(C, [&](int64_t hj, int) {
-    const float* src = qkv + 2 * C + hj;
-    float* dst = vt + hj * n_pos;
+    const float* src = qkv + C + hj;
+    float* dst = kt + hj * n_pos;
     for (int64_t t = 0; t < n_pos; ++t) dst[t] = src[t * ld];
   });
   const int64_t qb = query_block(n_pos, opt.attention_block_bytes);
-  float* s = sized(ws.scores, static_cast<size_t>(qb * n_pos));
+  float* scores = sized(ws.scores, static_cast<size_t>(qb * n_pos * pool_->size()));
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  for (int64_t h = 0; h < H; ++h) {
-    WeightMatrix K;  // n_pos rows of d floats, 3C apart
-    K.type = GgmlType::F32;
-    K.cols = d;
-    K.rows = n_pos;
-    K.data = reinterpret_cast<const uint8_t*>(qkv + C + h * d);
-    K.row_stride = static_cast<size_t>(ld) * sizeof(float);
-    WeightMatrix V;  // d rows of n_pos floats
-    V.type = GgmlType::F32;
-    V.cols = n_pos;
-    V.rows = d;
-    V.data = reinterpret_cast<const uint8_t*>(vt + h * d * n_pos);
-    V.row_stride = static_cast<size_t>(n_pos) * sizeof(float);
-    for (int64_t q0 = 0; q0 < n_pos; q0 += qb) {
-      const int64_t nq = std::min(qb, n_pos - q0);
-      kernels::matmul(K, qkv + q0 * ld + h * d, ld, nq, s, n_pos, *ctx_);
-      // softmax(s * scale) per query row, as ggml's soft_max_ext (kernels/softmax.h).
-      for_rows(nq, [&](int64_t lo, int64_t hi) {
-        for (int64_t r = lo; r < hi; ++r) kernels::softmax_scaled(ctx_->tier, s + r * n_pos, n_pos, scale);
-      });
-      kernels::matmul(V, s, n_pos, nq, a + q0 * C + h * d, C, *ctx_);
-    }
-  }
+  const int64_t n_blocks = (n_pos + qb - 1) / qb;
+  const CpuTier tier = ctx_->tier;
+  pool_->parallel_for(H * n_blocks, [&](int64_t task, int thread) {
+    const int64_t h = task / n_blocks, q0 = (task % n_blocks) * qb, nq = std::min(qb, n_pos - q0);
+    float* s = scores + static_cast<int64_t>(thread) * qb * n_pos;
+    kernels::gemm_f32(tier, qkv + q0 * ld + h * d, ld, kt + h * d * n_pos, n_pos, s, n_pos, nq, n_pos, d);
+    for (int64_t r = 0; r < nq; ++r) kernels::softmax_scaled(tier, s + r * n_pos, n_pos, scale);
+    kernels::gemm_f32(tier, s, n_pos, qkv + 2 * C + h * d, ld, a + q0 * C + h * d, C, nq, d, n_pos);
+  });
 }
 
 void VisionModel::merger(int64_t n_pos, std::vector<float>& out, const EncodeOptions& opt) {

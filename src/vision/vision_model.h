@@ -43,7 +43,8 @@ using NodeCallback = std::function<void(const EncoderNode&)>;
 struct EncodeOptions {
   NodeCallback on_node;
   // The attention scores of one block of queries against every patch are kept in a buffer of at
-  // most this many bytes (the query block shrinks to fit; at least one query row).
+  // most this many bytes per thread (the query block, at most 64 rows, shrinks to fit; at least
+  // one query row).
   size_t attention_block_bytes = size_t{4} << 20;
 };
 

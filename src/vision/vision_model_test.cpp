@@ -155,15 +155,22 @@ TEST(VisionGolden, EmbeddingsF16AndQ8WithinLlamaCppsOwnSpread) {
   }
 }
 
-// The same numbers on every kernel tier this machine has (the products differ in float
-// summation order only).
+// The same numbers on every kernel tier this machine has: with F32 weights the tiers differ in
+// float summation order only; with Q8_0 weights such a difference can move an activation across
+// a quantization step, so there the bound is llama.cpp's own F32-vs-Q8_0 spread.
 TEST(VisionGolden, EveryTierAgrees) {
   SKIP_WITHOUT_GOLDEN();
-  const Encoded best = encode_run("f32-img1", "mmproj-tiny-Q8_0.gguf");
-  for (CpuTier t : {CpuTier::Scalar, CpuTier::Avx2, CpuTier::Avx512Vnni, CpuTier::Amx}) {
-    if (clamp_to_machine(t) != t) continue;
-    const Encoded e = encode_run("f32-img1", "mmproj-tiny-Q8_0.gguf", t);
-    EXPECT_LE(max_abs_diff(e.embd, best.embd), 1e-4f) << cpu_tier_name(t);
+  const float q8_spread = manifest()["checks"]["max|embd(F32) - embd(Q8_0)| img1"].get<float>();
+  for (const auto& [file, tol] : {std::pair<const char*, float>{"mmproj-tiny-F32.gguf", 2e-4f},
+                                  std::pair<const char*, float>{"mmproj-tiny-Q8_0.gguf", q8_spread}}) {
+    const Encoded best = encode_run("f32-img1", file);
+    for (CpuTier t : {CpuTier::Scalar, CpuTier::Avx2, CpuTier::Avx512Vnni, CpuTier::Amx}) {
+      if (clamp_to_machine(t) != t) continue;
+      const Encoded e = encode_run("f32-img1", file, t);
+      const float d = max_abs_diff(e.embd, best.embd);
+      std::printf("  %s tier %s vs best: max|d| %.3g\n", file, cpu_tier_name(t), d);
+      EXPECT_LE(d, tol) << file << " " << cpu_tier_name(t);
+    }
   }
 }
 

@@ -151,6 +151,28 @@ void conv1d_silu(const float* x, int64_t ldx, int64_t T, int64_t channels, int K
   }
 }
 
+void gelu_table(const float* table, const float* x, float* y, int64_t n) {
+  const __m512 lo = _mm512_set1_ps(-10.0f), hi = _mm512_set1_ps(10.0f);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    const __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_i32gather_ps(_mm512_cvtepu16_epi32(h), table, 4);
+    r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, lo, _CMP_LE_OQ), r, _mm512_setzero_ps());
+    r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, hi, _CMP_GE_OQ), r, v);
+    _mm512_storeu_ps(y + i, r);
+  }
+  for (; i < n; ++i) {
+    const float v = x[i];
+    if (v <= -10.0f) y[i] = 0.0f;
+    else if (v >= 10.0f) y[i] = v;
+    else {
+      const __m128i h = _mm_cvtps_ph(_mm_set_ss(v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      y[i] = table[static_cast<uint16_t>(_mm_extract_epi16(h, 0))];
+    }
+  }
+}
+
 void softmax_scaled(float* x, int64_t n, float scale) {
   const __m512 vs = _mm512_set1_ps(scale);
   __m512 vmax = _mm512_set1_ps(-INFINITY);

@@ -20,6 +20,8 @@ double sum_squares(const float* x, int64_t n);
 void conv1d_silu(const float* x, int64_t ldx, int64_t T, int64_t channels, int K, const float* w, const float* state,
                  float* y, int64_t ldy);
 
+// y = the table GELU of x (gelu.h): 0 at or below -10, x at or above 10, else table[fp16(x)].
+void gelu_table(const float* table, const float* x, float* y, int64_t n);
 // In place: x = softmax(x * scale) (softmax.h).
 void softmax_scaled(float* x, int64_t n, float scale);
 

@@ -5,15 +5,18 @@
 #include <vector>
 
 #include "gguf/ggml_type.h"
+#include "kernels/elementwise_avx512.h"
 
 namespace tandem::kernels {
 namespace {
 
-// Built on first use (thread-safe static): 128 KiB.
-const std::vector<uint16_t>& table() {
-  static const std::vector<uint16_t> t = [] {
-    std::vector<uint16_t> v(65536);
-    for (uint32_t i = 0; i < 65536; ++i) v[i] = fp32_to_fp16(gelu_tanh(fp16_to_fp32(static_cast<uint16_t>(i))));
+// Built on first use (thread-safe static), as floats (256 KiB: the F16 entries widened once, so
+// the vector body gathers them directly).
+const std::vector<float>& table() {
+  static const std::vector<float> t = [] {
+    std::vector<float> v(65536);
+    for (uint32_t i = 0; i < 65536; ++i)
+      v[i] = fp16_to_fp32(fp32_to_fp16(gelu_tanh(fp16_to_fp32(static_cast<uint16_t>(i)))));
     return v;
   }();
   return t;
@@ -27,14 +30,19 @@ float gelu_tanh(float x) {
   return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoefA * x * x)));
 }
 
-void gelu_tanh_table(const float* x, float* y, int64_t n) {
-  const uint16_t* t = table().data();
+void gelu_tanh_table_ref(const float* x, float* y, int64_t n) {
+  const float* t = table().data();
   for (int64_t i = 0; i < n; ++i) {
     const float v = x[i];
     if (v <= -10.0f) y[i] = 0.0f;
     else if (v >= 10.0f) y[i] = v;
-    else y[i] = fp16_to_fp32(t[fp32_to_fp16(v)]);
+    else y[i] = t[fp32_to_fp16(v)];
   }
+}
+
+void gelu_tanh_table(CpuTier tier, const float* x, float* y, int64_t n) {
+  if (tier >= CpuTier::Avx512Vnni) return avx512::gelu_table(table().data(), x, y, n);
+  gelu_tanh_table_ref(x, y, n);
 }
 
 }  // namespace tandem::kernels

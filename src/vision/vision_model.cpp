@@ -134,6 +134,28 @@ size_t VisionModel::workspace_bytes_for(int64_t n_pos, size_t attention_block_by
 
 size_t VisionModel::workspace_bytes() const { return ws_->bytes(); }
 
+PreprocessParams VisionModel::preprocess_params(const ImageBudget& budget) const {
+  PreprocessParams p;
+  p.patch_size = hp_.patch_size;
+  p.merge = hp_.merge;
+  for (int c = 0; c < 3; ++c) {
+    p.mean[c] = hp_.mean[c];
+    p.std[c] = hp_.std[c];
+  }
+  p.budget = budget;
+  return p;
+}
+
+EncodeStats VisionModel::encode(const PreprocessedImage& img, std::vector<float>& out, const EncodeOptions& opt) {
+  if (img.patch_size != hp_.patch_size || img.merge != hp_.merge)
+    throw std::invalid_argument("vision encode: the image was preprocessed for patch " + std::to_string(img.patch_size) +
+                                ", merge " + std::to_string(img.merge) + "; this tower has patch " +
+                                std::to_string(hp_.patch_size) + ", merge " + std::to_string(hp_.merge));
+  if (img.pixels.size() != static_cast<size_t>(img.width) * static_cast<size_t>(img.height) * 3)
+    throw std::invalid_argument("vision encode: the pixel buffer does not match the image size");
+  return encode(img.pixels.data(), img.width, img.height, out, opt);
+}
+
 EncodeStats VisionModel::encode(const float* pixels, int width, int height, std::vector<float>& out,
                                 const EncodeOptions& opt) {
   const int P = hp_.patch_size, align = hp_.align();
@@ -328,7 +350,7 @@ void VisionModel::block(int il, int Wp, int Hp, const EncodeOptions& opt, Encode
   lap(st.norm_ms);
   float* h = sized(ws.ffn, static_cast<size_t>(n_pos * F));
   linear(L.up, L.up_b, a, C, n_pos, h, F);
-  for_rows(n_pos, [&](int64_t lo, int64_t hi) { kernels::gelu_tanh_table(h + lo * F, h + lo * F, (hi - lo) * F); });
+  for_rows(n_pos, [&](int64_t lo, int64_t hi) { kernels::gelu_tanh_table(ctx_->tier, h + lo * F, h + lo * F, (hi - lo) * F); });
   linear(L.down, L.down_b, h, F, n_pos, o, C);
   node("ffn_out", o, C, C);
   lap(st.mlp_ms);
@@ -387,7 +409,7 @@ void VisionModel::merger(int64_t n_pos, std::vector<float>& out, const EncodeOpt
   // The merge order makes each 2x2 block four consecutive rows: [n_pos, C] is [n_tok, 4C] as is.
   float* h = sized(ws.ffn, static_cast<size_t>(n_tok * C4));
   linear(w_.mm0, w_.mm0_b, a, C4, n_tok, h, C4);
-  for_rows(n_tok, [&](int64_t lo, int64_t hi) { kernels::gelu_tanh_table(h + lo * C4, h + lo * C4, (hi - lo) * C4); });
+  for_rows(n_tok, [&](int64_t lo, int64_t hi) { kernels::gelu_tanh_table(ctx_->tier, h + lo * C4, h + lo * C4, (hi - lo) * C4); });
   if (opt.on_node) opt.on_node(EncoderNode{"ffn_gelu", h, n_tok, C4, C4});
   out.resize(static_cast<size_t>(n_tok * hp_.out_dim));
   linear(w_.mm2, w_.mm2_b, h, C4, n_tok, out.data(), hp_.out_dim);

@@ -18,6 +18,7 @@
 #include "kernels/weight_pack.h"
 #include "runtime/cpu_features.h"
 #include "runtime/thread_pool.h"
+#include "vision/image_preprocess.h"
 #include "vision/vision_hparams.h"
 #include "vision/vision_weights.h"
 
@@ -82,6 +83,10 @@ class VisionModel {
   // rows of out_dim floats, in raster order over the merged grid (the rows the text model takes).
   // Throws std::invalid_argument on a bad size. Serialised: one image at a time per model.
   EncodeStats encode(const float* pixels, int width, int height, std::vector<float>& out, const EncodeOptions& opt = {});
+  EncodeStats encode(const PreprocessedImage& img, std::vector<float>& out, const EncodeOptions& opt = {});
+  // The preprocessing this tower expects (patch size, merge, the file's mean and std) under a
+  // token budget.
+  PreprocessParams preprocess_params(const ImageBudget& budget = {}) const;
 
   // The working memory encode() needs for an image of n_patches patches (what it allocates,
   // buffers reused across calls): stated so a server can budget it.

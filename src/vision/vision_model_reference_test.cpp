@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <vector>
 
@@ -215,21 +216,29 @@ TEST(VisionReference, RandomTowersAndOddSizesMatchAFloat64Reference) {
 }
 
 // ggml's table GELU against the plain formula through F16 on every F16 input in (-10, 10).
+// (and every tier the same bits, on every F16 value and on floats between them, which the
+// conversion must round as fp32_to_fp16 does).
 TEST(VisionKernels, GeluTableIsTheF16RoundedFormula) {
+  std::vector<float> xs;
   for (uint32_t i = 0; i < 65536; ++i) {
     const float x = fp16_to_fp32(static_cast<uint16_t>(i));
     if (!std::isfinite(x)) continue;
-    float y;
-    kernels::gelu_tanh_table(&x, &y, 1);
-    const float want = x <= -10.0f ? 0.0f : x >= 10.0f ? x : fp16_to_fp32(fp32_to_fp16(kernels::gelu_tanh(x)));
-    ASSERT_EQ(y, want) << "x = " << x;
+    xs.push_back(x);
+    xs.push_back(std::nextafter(x, 0.0f));
+    xs.push_back(x * 1.0004f);
   }
-  const float big[3] = {-11.0f, 12.5f, 1e6f};
-  float out[3];
-  kernels::gelu_tanh_table(big, out, 3);
-  EXPECT_EQ(out[0], 0.0f);
-  EXPECT_EQ(out[1], 12.5f);
-  EXPECT_EQ(out[2], 1e6f);
+  std::vector<float> want(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const float x = xs[i];
+    want[i] = x <= -10.0f ? 0.0f : x >= 10.0f ? x : fp16_to_fp32(fp32_to_fp16(kernels::gelu_tanh(fp16_to_fp32(fp32_to_fp16(x)))));
+  }
+  for (CpuTier t : {CpuTier::Scalar, CpuTier::Avx2, CpuTier::Avx512Vnni, CpuTier::Amx}) {
+    if (clamp_to_machine(t) != t) continue;
+    std::vector<float> got(xs.size());
+    kernels::gelu_tanh_table(t, xs.data(), got.data(), static_cast<int64_t>(xs.size()));
+    for (size_t i = 0; i < xs.size(); ++i)
+      ASSERT_EQ(std::memcmp(&got[i], &want[i], 4), 0) << cpu_tier_name(t) << " x = " << xs[i] << ": " << got[i] << " vs " << want[i];
+  }
 }
 
 }  // namespace

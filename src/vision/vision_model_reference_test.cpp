@@ -169,6 +169,19 @@ std::string odd_tower(GgmlType type) {
   return path;
 }
 
+// Widths that are multiples of 256, so K-quant matrices keep their type (C 256, d 64, F 512).
+std::string wide_tower(GgmlType type) {
+  MmprojGenOptions g;
+  g.shape.preset = "wide";
+  g.shape.n_embd = 256, g.shape.n_head = 4, g.shape.n_ff = 512, g.shape.n_layer = 1, g.shape.out_dim = 64;
+  g.shape.pos_side = 4;
+  g.type = type;
+  g.seed = 9;
+  const std::string path = ::testing::TempDir() + "/tandem-wide-mmproj-" + ggml_type_name(type) + ".gguf";
+  write_mmproj(path, g);
+  return path;
+}
+
 std::vector<float> random_image(int W, int H, uint32_t seed) {
   std::vector<float> p(static_cast<size_t>(W) * H * 3);
   uint32_t s = seed;
@@ -212,6 +225,30 @@ TEST(VisionReference, RandomTowersAndOddSizesMatchAFloat64Reference) {
         EXPECT_EQ(fresh->workspace_bytes(), st.workspace_bytes);
       }
     }
+  }
+}
+
+// The weight types an mmproj may carry: BF16 (activations rounded to BF16), Q8_0 and the
+// K-quants (activations quantized to Q8_0 / Q8_K, as ggml-cpu does) against the same float64
+// reference on the dequantized weights: the bound is the activations' quantization.
+TEST(VisionReference, QuantizedAndBf16TowersMatchTheReference) {
+  struct Case { GgmlType type; double tol; };
+  for (const Case c : {Case{GgmlType::BF16, 2e-2}, Case{GgmlType::Q8_0, 3e-2}, Case{GgmlType::Q4_K, 3e-2},
+                       Case{GgmlType::Q5_K, 3e-2}, Case{GgmlType::Q6_K, 3e-2}}) {
+    auto m = VisionModel::load(wide_tower(c.type));
+    ASSERT_EQ(m->weights().layers[0].up.type, c.type);
+    const RefTower ref{*m};
+    const std::vector<float> pix = random_image(96, 32, 5u);
+    const Mat want = ref.encode(pix, 96, 32);
+    std::vector<float> got;
+    m->encode(pix.data(), 96, 32, got);
+    double md = 0, mr = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      md = std::max(md, std::fabs(got[i] - want[i]));
+      mr = std::max(mr, std::fabs(want[i]));
+    }
+    std::printf("  %s: max|d| %.3g of max|ref| %.3g\n", ggml_type_name(c.type), md, mr);
+    EXPECT_LE(md, c.tol * std::max(1.0, mr)) << ggml_type_name(c.type);
   }
 }
 

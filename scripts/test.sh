@@ -5,7 +5,7 @@
 #   3. the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   4. the concurrency tests under ThreadSanitizer
 #   5. the GGUF reader fuzzer (libFuzzer, clang) for FUZZ_SECONDS (default 60), then the grammar
-#      fuzzer (GBNF and JSON Schema) for as long
+#      fuzzer (GBNF and JSON Schema) and the image fuzzer (decoding, preprocessing) for as long
 # Golden-data tests read ../shared/golden when present and skip visibly otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,3 +39,6 @@ bash fuzz/run_gguf_fuzz.sh "${FUZZ_SECONDS:-60}"
 
 echo "== grammar fuzzing (GBNF, JSON Schema)"
 bash fuzz/run_grammar_fuzz.sh "${FUZZ_SECONDS:-60}"
+
+echo "== image fuzzing (decoding, preprocessing)"
+bash fuzz/run_image_fuzz.sh "${FUZZ_SECONDS:-60}"

@@ -34,9 +34,16 @@ seed 1 '{"type":"object","properties":{"action":{"const":"tap"},"index":{"type":
 seed 1 '{"oneOf":[{"type":"string","maxLength":4},{"type":"array","items":{"$ref":"#/$defs/n"},"maxItems":3}],"$defs":{"n":{"type":"number"}}}' union.json
 seed 1 '{"type":"string","pattern":"^[a-z]+(-[0-9]{2,3})?$"}' pattern.json
 seed 1 '{"enum":["up","down",3,null,{"a":[1]}]}' enum.json
-# The suite's schemas, when Debian's json-schema-test-suite is installed.
-SUITE=/usr/share/json-schema-test-suite/tests/draft2020-12
-if [[ -d $SUITE ]]; then
+# The suite's schemas, when Debian's json-schema-test-suite is installed: its newest draft folder
+# (Debian 12's package stops at draft7; upstream has draft2019-09 and draft2020-12 too).
+SUITE=
+for d in draft2020-12 draft2019-09 draft7 draft6 draft4; do
+  if [[ -d /usr/share/json-schema-test-suite/tests/$d ]]; then
+    SUITE=/usr/share/json-schema-test-suite/tests/$d
+    break
+  fi
+done
+if [[ -n $SUITE ]]; then
   i=0
   for f in "$SUITE"/*.json; do
     python3 -c 'import json,sys
@@ -44,6 +51,7 @@ for k, g in enumerate(json.load(open(sys.argv[1]))):
     open(sys.argv[2] + "-%d" % k, "w").write("1" + json.dumps(g["schema"]))' "$f" "$SEEDS/suite-$(basename "$f" .json)" || true
     i=$((i + 1))
   done
+  echo "seeded with $i files of the JSON-Schema-Test-Suite's $(basename "$SUITE")"
 fi
 
 echo "fuzzing the grammar engine for ${SECONDS_TO_RUN}s (corpus $CORPUS, seeds $SEEDS)"

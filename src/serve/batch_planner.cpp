@@ -19,6 +19,7 @@ std::string_view to_string(BatchStart why) {
     case BatchStart::UserMessage: return "user_message";
     case BatchStart::Tail: return "tail";
     case BatchStart::Divergence: return "divergence";
+    case BatchStart::Image: return "image";
   }
   return "?";
 }

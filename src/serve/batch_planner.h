@@ -36,6 +36,7 @@ enum class BatchStart : uint8_t {
   UserMessage,  // before a user message (serving.md §3.1 a)
   Tail,         // a tail cut near the prompt end (§3.1 b, or the consolidated one)
   Divergence,   // a policy asked for a batch boundary at the divergence point
+  Image,        // an image's first row (text filling stops there), or the text after an image
 };
 std::string_view to_string(BatchStart why);
 

@@ -17,6 +17,7 @@ enum class CheckpointOrigin : uint8_t {
   Divergence,   // divergence: the state at L
   Branch,       // marconi: the state where the prompt branches from the cached tokens
   Leaf,         // marconi: the state after the last prompt token
+  BeforeImage,  // divergence with --checkpoint-before-image: the state at an image's first row
 };
 std::string_view to_string(CheckpointOrigin origin);
 

@@ -11,6 +11,7 @@ std::string_view to_string(CheckpointOrigin origin) {
     case CheckpointOrigin::Divergence: return "divergence";
     case CheckpointOrigin::Branch: return "branch";
     case CheckpointOrigin::Leaf: return "leaf";
+    case CheckpointOrigin::BeforeImage: return "before_image";
   }
   return "?";
 }

@@ -21,6 +21,10 @@ namespace tandem::serve {
 struct DivergenceOptions {
   int64_t min_gap = 8;
   bool split_pass = false;
+  // Also keep the state at every image's first row (paper §4.5: off by default, it adds no reuse
+  // on top of divergence checkpoints on the paper's traces; it serves repeated questions about
+  // the same text with a new screenshot when L falls before the text the image follows).
+  bool before_image = false;
   StockRules rules;
   int64_t thin_span = 0;
 };

@@ -10,6 +10,7 @@
 #include "serve/grammar_picker.h"
 #include "serve/model_backend.h"
 #include "text/stop_strings.h"
+#include "vision/vision_model.h"
 
 namespace tandem::serve {
 
@@ -83,16 +84,31 @@ struct Engine::SlotRun {
   int32_t last = -1;
   bool prefilled = false;
   std::vector<int32_t> spec_tokens;  // one speculative step's tokens, emitted in order
+  // The request's images: the slot's view (rows on demand), the rows once got, and what getting
+  // them took.
+  std::vector<PromptImage> prompt_images;
+  std::vector<ImageRows> image_rows;
+  int64_t images_encoded = 0, encoder_cache_hits = 0;
+  double encoder_ms = 0;
   Clock::time_point assigned, prefill_end, last_token;
 };
 
-Engine::Engine(Qwen35Model& model, const text::Tokenizer& tok, EngineConfig cfg)
-    : model_(model), tok_(tok), cfg_(for_model(std::move(cfg), model)),
+Engine::Engine(Qwen35Model& model, const text::Tokenizer& tok, EngineConfig cfg, vision::VisionModel* vision)
+    : model_(model), tok_(tok), cfg_(for_model(std::move(cfg), model)), vision_(vision),
+      encoder_cache_(cfg_.images.encoder_cache_mib << 20),
       cache_(PromptCacheOptions{.budget_mib = cfg_.cache_ram_mib}), wake_(std::make_shared<Wake>()) {
   if (cfg_.n_parallel < 1) throw std::invalid_argument("parallel: expected >= 1 slot, got " + std::to_string(cfg_.n_parallel));
   if (cfg_.n_ctx < 2) throw std::invalid_argument("ctx-size: expected >= 2 tokens per slot, got " + std::to_string(cfg_.n_ctx));
   if (cfg_.queue_max < 0) throw std::invalid_argument("queue: expected >= 0, got " + std::to_string(cfg_.queue_max));
   if (cfg_.timeout_ms < 0) throw std::invalid_argument("timeout-ms: expected >= 0, got " + std::to_string(cfg_.timeout_ms));
+  if (cfg_.images.max_per_request < 0)
+    throw std::invalid_argument("max-images: expected >= 0, got " + std::to_string(cfg_.images.max_per_request));
+  if (vision_) {
+    vision::validate(image_params());  // the flags' budget
+    if (vision_->hparams().out_dim != model_.hparams().n_embd)
+      throw std::invalid_argument("the vision model's rows have " + std::to_string(vision_->hparams().out_dim) +
+                                  " floats, the text model's width is " + std::to_string(model_.hparams().n_embd));
+  }
   if (tok_.n_vocab() > model_.hparams().n_vocab)
     throw std::invalid_argument("the tokenizer has " + std::to_string(tok_.n_vocab()) + " tokens, the model's embedding " +
                                 std::to_string(model_.hparams().n_vocab) + " rows");
@@ -139,12 +155,23 @@ std::shared_ptr<Generation> Engine::submit(EngineRequest req) {
   if (N >= cfg_.n_ctx)
     throw std::invalid_argument("the prompt has " + std::to_string(N) + " tokens; a slot's context is " +
                                 std::to_string(cfg_.n_ctx) + " tokens (the prompt must leave room for output)");
+  if (!req.images.empty() && !vision_)
+    throw std::invalid_argument("the request has images but this server has no vision model (start it with --mmproj)");
+  if (static_cast<int64_t>(req.images.size()) > cfg_.images.max_per_request)
+    throw std::invalid_argument("the request has " + std::to_string(req.images.size()) + " images; at most " +
+                                std::to_string(cfg_.images.max_per_request) + " are accepted (--max-images)");
+  std::vector<PromptImage> images;
+  for (const RequestImage& im : req.images) {
+    if (!im.pixels) throw std::invalid_argument("an image of the request has no pixels");
+    images.push_back(PromptImage{im.chunk, nullptr});
+  }
+  // Placeholders only inside images (validate_prompt), ids below the vocabulary everywhere else.
+  validate_prompt(Prompt{req.prompt, req.user_starts, images});
   const int32_t n_vocab = tok_.n_vocab();
   for (size_t i = 0; i < req.prompt.size(); ++i)
-    if (req.prompt[i] < 0 || req.prompt[i] >= n_vocab)
+    if (req.prompt[i] >= n_vocab)
       throw std::invalid_argument("token id " + std::to_string(req.prompt[i]) + " at index " + std::to_string(i) +
                                   " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
-  validate_prompt(Prompt{req.prompt, req.user_starts});
   const GenerationParams& gp = req.params;
   if (gp.id_slot < -1 || gp.id_slot >= cfg_.n_parallel)
     throw std::invalid_argument("id_slot " + std::to_string(gp.id_slot) + " does not exist (slots 0.." +
@@ -206,6 +233,39 @@ std::shared_ptr<grammar::CompiledGrammar> Engine::compile_grammar(std::string_vi
   return cache->get(gbnf);  // the cache locks itself; compiling does not hold grammar_mu_
 }
 
+vision::PreprocessParams Engine::image_params(const vision::ImageBudget& request_budget) const {
+  if (!vision_) throw std::logic_error("Engine::image_params: no vision model (start the server with --mmproj)");
+  vision::ImageBudget b = cfg_.images.budget;
+  if (request_budget.min_tokens > 0) b.min_tokens = request_budget.min_tokens;
+  if (request_budget.max_tokens > 0) b.max_tokens = request_budget.max_tokens;
+  return vision_->preprocess_params(b);
+}
+
+const float* Engine::image_rows(SlotRun& s, size_t i) {
+  ImageRows& held = s.image_rows[i];
+  if (held) return held->data();
+  const RequestImage& im = s.p->req.images[i];
+  if (cfg_.images.encoder_cache_mib > 0) held = encoder_cache_.find(im.chunk.id);
+  if (held) {
+    ++s.encoder_cache_hits;
+    return held->data();
+  }
+  // Preprocessed and encoded here, on the scheduler thread, when the first pass needs the rows.
+  const auto t0 = Clock::now();
+  auto rows = std::make_shared<std::vector<float>>();
+  const vision::PreprocessedImage pre = vision::preprocess(*im.pixels, image_params(im.budget));
+  if (pre.nx() != im.chunk.nx || pre.ny() != im.chunk.ny)
+    throw std::logic_error("image " + std::to_string(i) + ": preprocessed to " + std::to_string(pre.nx()) + " x " +
+                           std::to_string(pre.ny()) + " rows where the prompt has " + std::to_string(im.chunk.nx) +
+                           " x " + std::to_string(im.chunk.ny));
+  vision_->encode(pre, *rows);
+  s.encoder_ms += ms_between(t0, Clock::now());
+  ++s.images_encoded;
+  held = std::move(rows);
+  if (cfg_.images.encoder_cache_mib > 0) encoder_cache_.insert(im.chunk.id, held);
+  return held->data();
+}
+
 EngineSnapshot Engine::snapshot() const {
   EngineSnapshot s;
   {
@@ -228,6 +288,9 @@ EngineSnapshot Engine::snapshot() const {
     s.timeout_ms = live_.timeout_ms;
     s.speculation = cfg_.speculation;
   }
+  s.vision = vision_ != nullptr;
+  s.encoder_cache = encoder_cache_.stats();
+  s.encoder_cache.budget_bytes = vision_ ? cfg_.images.encoder_cache_mib << 20 : 0;
   s.governor = model_.governor().stats();
   s.packed_weight_bytes = model_.packed_weight_bytes();
   return s;
@@ -278,7 +341,7 @@ int Engine::pick_slot_locked(const Pending& p) const {
   uint64_t best_use = 0;
   for (const auto& s : slots_) {
     if (s->phase != SlotPhase::Idle) continue;
-    const int64_t lcp = common_prefix(s->slot->cached_tokens(), p.req.prompt);
+    const int64_t lcp = common_prefix(s->slot->cached_tokens(), p.req.prompt);  // placeholders: close enough to rank
     if (lcp > best_lcp || (lcp == best_lcp && s->last_used < best_use)) {
       best = s->id;
       best_lcp = lcp;
@@ -402,7 +465,14 @@ void Engine::start(SlotRun& s) {
   }
   const EngineRequest& req = s.p->req;
   s.sampler.emplace(req.params.sampling);
-  for (int32_t id : req.prompt) s.sampler->accept(id);
+  for (int32_t id : req.prompt)
+    if (id >= 0) s.sampler->accept(id);  // image rows are no tokens (penalties see text only)
+  s.prompt_images.clear();
+  s.image_rows.assign(req.images.size(), nullptr);
+  s.images_encoded = s.encoder_cache_hits = 0;
+  s.encoder_ms = 0;
+  for (size_t i = 0; i < req.images.size(); ++i)
+    s.prompt_images.push_back(PromptImage{req.images[i].chunk, [this, &s, i] { return image_rows(s, i); }});
   if (req.params.grammar) {
     s.matcher.emplace(req.params.grammar);
     s.grammar_drafts.emplace(*s.matcher);
@@ -414,7 +484,7 @@ void Engine::start(SlotRun& s) {
   s.decoder.emplace(tok_, /*render_special=*/false);
   s.stops.emplace(req.params.stop);
   s.raw_text.clear();
-  const PrefillReport rep = slot.prefill(Prompt{req.prompt, req.user_starts});
+  const PrefillReport rep = slot.prefill(Prompt{req.prompt, req.user_starts, s.prompt_images});
   s.prefilled = true;
   s.phase = SlotPhase::Generating;
   s.prefill_end = Clock::now();
@@ -512,6 +582,11 @@ void Engine::finish(SlotRun& s, FinishReason reason, std::string error) {
   else if (s.prefilled) r.stats = s.slot->stats();
   if (s.prefilled && !r.output.empty()) r.predicted_ms = ms_between(s.prefill_end, s.last_token);
   if (s.picker) r.stats.grammar_ms += s.picker->grammar_ms();
+  r.stats.images_encoded = s.images_encoded;
+  r.stats.encoder_cache_hits = s.encoder_cache_hits;
+  r.stats.encoder_ms = s.encoder_ms;
+  s.prompt_images.clear();
+  s.image_rows.clear();  // the rows stay only in the encoder cache
   std::unique_ptr<Pending> p = std::move(s.p);
   s.grammar_drafts.reset();
   s.picker.reset();

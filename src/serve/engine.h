@@ -29,9 +29,11 @@
 
 #include "grammar/grammar_cache.h"
 #include "runtime/resource_governor.h"
+#include "serve/encoder_cache.h"
 #include "serve/generation.h"
 #include "serve/policy_factory.h"
 #include "serve/prompt_cache.h"
+#include "serve/request_image.h"
 #include "serve/request_totals.h"
 #include "serve/slot.h"
 #include "serve/speculator.h"
@@ -41,6 +43,9 @@
 namespace tandem {
 class Qwen35Model;  // model/qwen35_model.h: the engine holds a reference; its .cpp runs it
 }  // namespace tandem
+namespace tandem::vision {
+class VisionModel;  // vision/vision_model.h: the encoder of the images requests carry
+}  // namespace tandem::vision
 
 namespace tandem::serve {
 
@@ -58,6 +63,12 @@ struct EngineConfig {
   SpecConfig speculation = {.enabled = false};
   // Compiled grammars (and the masks they cached) kept by text across requests.
   size_t grammar_cache_mib = 64;
+  // Images (docs/vision.md), used when the engine has a vision model.
+  struct Images {
+    vision::ImageBudget budget;     // llama.cpp's --image-min-tokens / --image-max-tokens (-1: default)
+    size_t encoder_cache_mib = 256; // encoded images kept by identity; 0: none
+    int max_per_request = 8;
+  } images;
 };
 
 struct GenerationParams {
@@ -74,8 +85,10 @@ struct GenerationParams {
 };
 
 struct EngineRequest {
+  // Token ids; the rows of each image hold its placeholder (serve/prompt.h, flatten_prompt).
   std::vector<int32_t> prompt;
   std::vector<int64_t> user_starts;  // first token of each user message (serve::Prompt)
+  std::vector<RequestImage> images;  // ascending chunk.begin; needs an engine with a vision model
   GenerationParams params;
 };
 
@@ -131,22 +144,26 @@ struct EngineSnapshot {
   int ctx_checkpoints = 0;
   int64_t timeout_ms = 0;
   SpecConfig speculation;
+  bool vision = false;  // the engine encodes images
+  EncoderCacheStats encoder_cache;
   grammar::GrammarCacheStats grammar_cache;
   int64_t grammar_requests = 0;  // requests with a grammar
 };
 
 class Engine {
  public:
-  // The model and tokenizer must outlive the engine. Allocates every slot's state now.
-  // Throws std::invalid_argument for a configuration it cannot run.
-  Engine(Qwen35Model& model, const text::Tokenizer& tok, EngineConfig cfg);
+  // The model and tokenizer (and the vision model, when given: requests may then carry images)
+  // must outlive the engine. Allocates every slot's state now. Throws std::invalid_argument for a
+  // configuration it cannot run.
+  Engine(Qwen35Model& model, const text::Tokenizer& tok, EngineConfig cfg, vision::VisionModel* vision = nullptr);
   ~Engine();  // finishes queued and running requests as Cancelled, joins the scheduler
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
   // Validates (std::invalid_argument saying what is wrong: empty prompt, prompt not fitting the
   // context, token id outside the vocabulary, bad user-message positions, unknown slot, n_predict
-  // below -1) and queues the request. Throws EngineBusy when it cannot even wait.
+  // below -1, images without a vision model or beyond the limit, image chunks that do not match
+  // the prompt) and queues the request. Throws EngineBusy when it cannot even wait.
   std::shared_ptr<Generation> submit(EngineRequest req);
 
   // Called on the scheduler thread when a request finishes (any reason), just before its
@@ -161,6 +178,12 @@ class Engine {
   // The grammar for GBNF text, compiled against this model's vocabulary once and cached by text
   // (thread-safe; the first call builds the vocabulary's token trie). Throws grammar::GrammarError.
   std::shared_ptr<grammar::CompiledGrammar> compile_grammar(std::string_view gbnf);
+
+  // Images: whether requests may carry them, and the preprocessing an image gets under a budget
+  // (the engine's flags where the budget says -1; std::logic_error without a vision model). The
+  // caller lays out the prompt with image_chunk() and flatten_prompt() (serve/request_image.h).
+  bool has_vision() const { return vision_ != nullptr; }
+  vision::PreprocessParams image_params(const vision::ImageBudget& request_budget = {}) const;
 
   EngineSnapshot snapshot() const;
   // The configuration the engine was built with (snapshot() has the current switches).
@@ -196,9 +219,14 @@ class Engine {
   void complete(const EngineRequest& req, Generation& gen, GenerationResult&& r);
   void wake();
 
+  // The rows of image i of the request in slot s: from the encoder cache, or encoded now.
+  const float* image_rows(SlotRun& s, size_t i);
+
   Qwen35Model& model_;
   const text::Tokenizer& tok_;
   const EngineConfig cfg_;
+  vision::VisionModel* vision_ = nullptr;
+  EncoderCache encoder_cache_;
   PromptCache cache_;  // touched by the scheduler thread only (its sizes are mirrored under mu_)
   mutable std::mutex grammar_mu_;
   std::unique_ptr<grammar::GrammarCache> grammars_;  // built at the first grammar request

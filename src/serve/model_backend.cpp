@@ -39,9 +39,7 @@ void ModelBackend::set_prompt_tail(int64_t n) {
   prompt_tail_ = n;
 }
 
-void ModelBackend::run(std::span<const int32_t> tokens, std::span<const int64_t> cuts, bool want_logits,
-                       std::span<RecurrentCheckpoint> cut_states) {
-  if (cut_states.size() != cuts.size()) throw std::invalid_argument("ModelBackend::run: one state per cut expected");
+void ModelBackend::configure_prompt_pass(int64_t n, std::span<const int64_t> cuts, bool want_logits) {
   opt_.logits = want_logits ? LogitsMode::Last : LogitsMode::None;
   opt_.cuts.assign(cuts.begin(), cuts.end());  // keeps its capacity: no allocation when empty
   opt_.hidden = false;
@@ -49,20 +47,46 @@ void ModelBackend::run(std::span<const int32_t> tokens, std::span<const int64_t>
   opt_.rollback_states = 0;
   opt_.column_shared = true;
   opt_.per_token_tail = prompt_tail_;
-  if (drafter_) drafter_->configure_prompt_pass(static_cast<int64_t>(tokens.size()), opt_);
-  const int64_t pos0 = state_->n_past();
+  if (drafter_) drafter_->configure_prompt_pass(n, opt_);
+}
+
+template <typename Pass>
+void ModelBackend::run_pass(std::span<RecurrentCheckpoint> cut_states, bool want_logits, Pass&& pass) {
   // Hand the caller's buffers to the pass so that their capacity is reused, then take the
   // filled states back.
-  out_.cut_states.resize(cuts.size());
-  for (size_t i = 0; i < cuts.size(); ++i) std::swap(out_.cut_states[i].data, cut_states[i].data);
+  out_.cut_states.resize(cut_states.size());
+  for (size_t i = 0; i < cut_states.size(); ++i) std::swap(out_.cut_states[i].data, cut_states[i].data);
   verify_pos0_ = -1;
-  model_.forward(*state_, tokens, opt_, out_);
-  for (size_t i = 0; i < cuts.size(); ++i) {
+  pass();
+  for (size_t i = 0; i < cut_states.size(); ++i) {
     cut_states[i].pos = out_.cut_states[i].pos;
     std::swap(out_.cut_states[i].data, cut_states[i].data);
   }
   if (want_logits) logits_ = std::span<const float>(out_.logits.data(), out_.logits.size());
+}
+
+void ModelBackend::run(std::span<const int32_t> tokens, std::span<const int64_t> cuts, bool want_logits,
+                       std::span<RecurrentCheckpoint> cut_states) {
+  if (cut_states.size() != cuts.size()) throw std::invalid_argument("ModelBackend::run: one state per cut expected");
+  configure_prompt_pass(static_cast<int64_t>(tokens.size()), cuts, want_logits);
+  const int64_t pos0 = state_->n_past();
+  run_pass(cut_states, want_logits, [&] { model_.forward(*state_, tokens, opt_, out_); });
   if (drafter_) drafter_->observe_pass(pos0, tokens, out_);
+}
+
+void ModelBackend::run_image(const ImageRowsPiece& piece, std::span<const int64_t> cuts, bool want_logits,
+                             std::span<RecurrentCheckpoint> cut_states) {
+  if (cut_states.size() != cuts.size()) throw std::invalid_argument("ModelBackend::run_image: one state per cut expected");
+  configure_prompt_pass(piece.n_rows, cuts, want_logits);
+  const int64_t pos0 = state_->n_past();
+  const EmbeddingRows rows{piece.rows, piece.n_rows, piece.nx, piece.ny, piece.first_row};
+  run_pass(cut_states, want_logits, [&] { model_.forward_image(*state_, rows, opt_, out_); });
+  if (drafter_) {
+    // The drafter records the rows' placeholders (and their hidden rows): its MTP rows for an
+    // image use a stand-in token (MtpDrafter::sync_mtp).
+    placeholders_.assign(static_cast<size_t>(piece.n_rows), piece.placeholder);
+    drafter_->observe_pass(pos0, placeholders_, out_);
+  }
 }
 
 void ModelBackend::reset() {

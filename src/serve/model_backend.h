@@ -24,6 +24,7 @@ class ModelBackend final : public StateBackend {
   int64_t n_ctx() const override { return state_->n_ctx(); }
   int64_t n_past() const override { return state_->n_past(); }
   int64_t n_vocab() const override { return model_.hparams().n_vocab; }
+  int64_t row_width() const override { return model_.hparams().n_embd; }
   size_t checkpoint_bytes() const override { return state_->recurrent_bytes(); }
   size_t sequence_bytes(int64_t n_tokens) const override;
   size_t kv_bytes() const override { return state_->kv_bytes(); }
@@ -33,6 +34,8 @@ class ModelBackend final : public StateBackend {
   void restore(const RecurrentCheckpoint& cp) override;
   void run(std::span<const int32_t> tokens, std::span<const int64_t> cuts, bool want_logits,
            std::span<RecurrentCheckpoint> cut_states) override;
+  void run_image(const ImageRowsPiece& piece, std::span<const int64_t> cuts, bool want_logits,
+                 std::span<RecurrentCheckpoint> cut_states) override;
   std::span<const float> logits() const override { return logits_; }
   std::unique_ptr<SavedSequence> save_sequence() const override;
   void load_sequence(const SavedSequence& saved) override;
@@ -73,6 +76,12 @@ class ModelBackend final : public StateBackend {
   ForwardOutput out_;
   std::span<const float> logits_;
   int64_t prompt_tail_ = kDefaultPromptTail;
+  std::vector<int32_t> placeholders_;  // an image piece's rows as the drafter records them
+
+  // A prompt pass's options (run and run_image); `run_pass` runs it and hands the cut states back.
+  void configure_prompt_pass(int64_t n, std::span<const int64_t> cuts, bool want_logits);
+  template <typename Pass>
+  void run_pass(std::span<RecurrentCheckpoint> cut_states, bool want_logits, Pass&& pass);
 
   // Speculation (null/unused while off).
   SpecConfig spec_;

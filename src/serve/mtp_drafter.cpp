@@ -139,7 +139,10 @@ void MtpDrafter::sync_mtp(std::span<const int32_t> context) {
         tok_[p] = context[p];
         have_tok_[p] = 1;
       }
-      rows_tok_[t] = tok_[p];
+      // An image row has no token (its placeholder is negative): llama.cpp's MTP skips image rows
+      // altogether; here the row keeps its place with token 0 and the image row's hidden, which only
+      // shapes the drafts (verification decides every token).
+      rows_tok_[t] = tok_[p] >= 0 ? tok_[p] : 0;
       float* h = rows_hid_.data() + t * n_embd_;
       if (p > 0 && have_hid_[p - 1]) std::memcpy(h, hid_.data() + (p - 1) * n_embd_, n_embd_ * sizeof(float));
       else std::fill(h, h + n_embd_, 0.0f);

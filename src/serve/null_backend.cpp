@@ -65,6 +65,18 @@ void NullBackend::run(std::span<const int32_t> tokens, std::span<const int64_t> 
   for (size_t i = 0; i < cuts.size(); ++i) cut_states[i].pos = cuts[i];
 }
 
+void NullBackend::run_image(const ImageRowsPiece& piece, std::span<const int64_t> cuts, bool,
+                            std::span<RecurrentCheckpoint> cut_states) {
+  if (piece.nx <= 0 || piece.ny <= 0 || piece.first_row < 0 ||
+      piece.first_row + piece.n_rows > static_cast<int64_t>(piece.nx) * piece.ny)
+    throw std::invalid_argument("NullBackend::run_image: rows [" + std::to_string(piece.first_row) + ", " +
+                                std::to_string(piece.first_row + piece.n_rows) + ") outside a " +
+                                std::to_string(piece.nx) + " x " + std::to_string(piece.ny) + " image");
+  // The same position and cut bookkeeping as a text pass: the dry run needs no rows.
+  scratch_.assign(static_cast<size_t>(std::max<int64_t>(0, piece.n_rows)), piece.placeholder);
+  run(scratch_, cuts, false, cut_states);
+}
+
 std::unique_ptr<SavedSequence> NullBackend::save_sequence() const {
   auto s = std::make_unique<NullSaved>();
   s->n_past = n_past_;

@@ -6,6 +6,8 @@
 // back; the passes and roll-backs are counted (spec_counts()).
 #pragma once
 
+#include <vector>
+
 #include "model/qwen35_hparams.h"
 #include "serve/state_backend.h"
 
@@ -21,6 +23,7 @@ class NullBackend final : public StateBackend {
   int64_t n_ctx() const override { return n_ctx_; }
   int64_t n_past() const override { return n_past_; }
   int64_t n_vocab() const override { return 0; }
+  int64_t row_width() const override { return 0; }
   size_t checkpoint_bytes() const override { return recurrent_bytes_; }
   size_t sequence_bytes(int64_t n_tokens) const override;
   size_t kv_bytes() const override { return static_cast<size_t>(n_ctx_) * kv_bytes_per_token_; }
@@ -30,6 +33,8 @@ class NullBackend final : public StateBackend {
   void restore(const RecurrentCheckpoint& cp) override;
   void run(std::span<const int32_t> tokens, std::span<const int64_t> cuts, bool want_logits,
            std::span<RecurrentCheckpoint> cut_states) override;
+  void run_image(const ImageRowsPiece& piece, std::span<const int64_t> cuts, bool want_logits,
+                 std::span<RecurrentCheckpoint> cut_states) override;
   std::span<const float> logits() const override { return {}; }
   std::unique_ptr<SavedSequence> save_sequence() const override;
   void load_sequence(const SavedSequence& saved) override;
@@ -54,6 +59,7 @@ class NullBackend final : public StateBackend {
   bool speculating_ = false;
   int64_t verify_pos0_ = -1, verify_n_ = 0;
   SpecPassCounts spec_counts_;
+  std::vector<int32_t> scratch_;  // an image piece's placeholder rows
 };
 
 }  // namespace tandem::serve

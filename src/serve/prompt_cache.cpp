@@ -4,41 +4,40 @@
 
 namespace tandem::serve {
 
-int64_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
-  const size_t n = std::min(a.size(), b.size());
-  size_t i = 0;
-  while (i < n && a[i] == b[i]) ++i;
-  return static_cast<int64_t>(i);
-}
-
 size_t PromptCacheEntry::bytes() const {
-  size_t b = state ? state->bytes() : 0;
+  size_t b = (state ? state->bytes() : 0) + images.capacity() * sizeof(ImageChunk);
   for (const Checkpoint& c : checkpoints) b += c.bytes;
   return b;
 }
 
 PromptCache::PromptCache(PromptCacheOptions opt) : opt_(opt) {}
 
-bool PromptCache::should_update(std::span<const int32_t> cached, std::span<const int32_t> prompt) const {
+bool PromptCache::should_update(std::span<const int32_t> cached, std::span<const ImageChunk> cached_images,
+                                std::span<const int32_t> prompt, std::span<const ImageChunk> prompt_images) const {
   // llama.cpp picks the slot by similarity when the common prefix is more than
   // slot_similarity of the prompt, and then goes through the cache only if the slot would
   // keep less than save_below_keep of its tokens; otherwise (or for an empty slot) it picks
   // by LRU and always goes through the cache.
   if (cached.empty() || prompt.empty()) return true;
-  const double lcp = static_cast<double>(common_prefix(cached, prompt));
+  const double lcp = static_cast<double>(common_prefix_with_images(cached, cached_images, prompt, prompt_images));
   const double sim = lcp / static_cast<double>(prompt.size());
   if (!(sim > opt_.slot_similarity)) return true;
   return lcp / static_cast<double>(cached.size()) < opt_.save_below_keep;
 }
 
-size_t PromptCache::save(std::span<const int32_t> tokens, const StateBackend& backend,
-                         std::span<const Checkpoint> checkpoints) {
+size_t PromptCache::save(std::span<const int32_t> tokens, std::span<const ImageChunk> images,
+                         const StateBackend& backend, std::span<const Checkpoint> checkpoints) {
+  const auto covered = [](const PromptCacheEntry& e, std::span<const int32_t> t, std::span<const ImageChunk> im) {
+    return common_prefix_with_images(e.tokens, e.images, t, im) == static_cast<int64_t>(t.size());
+  };
   for (const PromptCacheEntry& e : entries_)
-    if (common_prefix(e.tokens, tokens) == static_cast<int64_t>(tokens.size())) return 0;  // already held
-  entries_.remove_if(
-      [&](const PromptCacheEntry& e) { return common_prefix(e.tokens, tokens) == static_cast<int64_t>(e.tokens.size()); });
+    if (covered(e, tokens, images)) return 0;  // already held
+  entries_.remove_if([&](const PromptCacheEntry& e) {
+    return common_prefix_with_images(tokens, images, e.tokens, e.images) == static_cast<int64_t>(e.tokens.size());
+  });
   PromptCacheEntry& e = entries_.emplace_back();
   e.tokens.assign(tokens.begin(), tokens.end());
+  e.images.assign(images.begin(), images.end());
   e.state = backend.save_sequence();
   e.checkpoints.reserve(checkpoints.size());
   for (const Checkpoint& c : checkpoints) e.checkpoints.push_back(c);  // copies the states
@@ -46,17 +45,19 @@ size_t PromptCache::save(std::span<const int32_t> tokens, const StateBackend& ba
 }
 
 std::optional<PromptCacheEntry> PromptCache::take_best(std::span<const int32_t> slot_tokens,
-                                                       std::span<const int32_t> prompt) {
+                                                       std::span<const ImageChunk> slot_images,
+                                                       std::span<const int32_t> prompt,
+                                                       std::span<const ImageChunk> prompt_images) {
   if (prompt.empty()) return std::nullopt;
   const double n_new = static_cast<double>(prompt.size());
-  const int64_t lcp_slot = common_prefix(slot_tokens, prompt);
+  const int64_t lcp_slot = common_prefix_with_images(slot_tokens, slot_images, prompt, prompt_images);
   // An empty slot loses to any entry.
   double keep_best = slot_tokens.empty() ? -1.0 : static_cast<double>(lcp_slot) / slot_tokens.size();
   double sim_best = static_cast<double>(lcp_slot) / n_new;
   auto best = entries_.end();
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
     if (it->tokens.empty()) continue;
-    const double lcp = static_cast<double>(common_prefix(it->tokens, prompt));
+    const double lcp = static_cast<double>(common_prefix_with_images(it->tokens, it->images, prompt, prompt_images));
     const double keep = lcp / static_cast<double>(it->tokens.size());
     const double sim = lcp / n_new;
     if (keep < opt_.min_keep) continue;  // don't trash large prompts

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "serve/checkpoint.h"
+#include "serve/prompt.h"
 #include "serve/state_backend.h"
 
 namespace tandem::serve {
@@ -30,6 +31,7 @@ struct PromptCacheOptions {
 
 struct PromptCacheEntry {
   std::vector<int32_t> tokens;
+  std::vector<ImageChunk> images;  // the images among the tokens
   std::unique_ptr<SavedSequence> state;
   std::vector<Checkpoint> checkpoints;
   size_t bytes() const;
@@ -39,13 +41,27 @@ class PromptCache {
  public:
   explicit PromptCache(PromptCacheOptions opt = {});
 
-  // Whether a slot holding `cached` goes through the cache before serving `prompt`.
-  bool should_update(std::span<const int32_t> cached, std::span<const int32_t> prompt) const;
+  // Whether a slot holding `cached` (with images) goes through the cache before serving `prompt`.
+  bool should_update(std::span<const int32_t> cached, std::span<const ImageChunk> cached_images,
+                     std::span<const int32_t> prompt, std::span<const ImageChunk> prompt_images) const;
   // Saves the slot as an entry; returns the bytes copied (0 when an entry already holds all of
-  // these tokens). Entries whose tokens are a prefix of these are removed as obsolete.
-  size_t save(std::span<const int32_t> tokens, const StateBackend& backend, std::span<const Checkpoint> checkpoints);
+  // these tokens). Entries whose tokens are a prefix of these are removed as obsolete. Images match
+  // only whole (common_prefix_with_images).
+  size_t save(std::span<const int32_t> tokens, std::span<const ImageChunk> images, const StateBackend& backend,
+              std::span<const Checkpoint> checkpoints);
   // Removes and returns the best entry for `prompt` that beats a slot holding `slot_tokens`.
-  std::optional<PromptCacheEntry> take_best(std::span<const int32_t> slot_tokens, std::span<const int32_t> prompt);
+  std::optional<PromptCacheEntry> take_best(std::span<const int32_t> slot_tokens, std::span<const ImageChunk> slot_images,
+                                            std::span<const int32_t> prompt, std::span<const ImageChunk> prompt_images);
+  // The same for sequences without images.
+  bool should_update(std::span<const int32_t> cached, std::span<const int32_t> prompt) const {
+    return should_update(cached, {}, prompt, {});
+  }
+  size_t save(std::span<const int32_t> tokens, const StateBackend& backend, std::span<const Checkpoint> checkpoints) {
+    return save(tokens, {}, backend, checkpoints);
+  }
+  std::optional<PromptCacheEntry> take_best(std::span<const int32_t> slot_tokens, std::span<const int32_t> prompt) {
+    return take_best(slot_tokens, {}, prompt, {});
+  }
   // Oldest entries out while over budget, keeping at least one; returns how many went.
   size_t enforce_budget();
 
@@ -61,8 +77,5 @@ class PromptCache {
   std::list<PromptCacheEntry> entries_;  // oldest first
   uint64_t evicted_ = 0;
 };
-
-// Longest common prefix of two token sequences.
-int64_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b);
 
 }  // namespace tandem::serve

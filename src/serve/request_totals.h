@@ -20,6 +20,8 @@ struct RequestTotals {
   int64_t drafts_proposed = 0, drafts_accepted = 0, verify_passes = 0, roll_backs = 0;
   int64_t drafts_forced = 0, drafts_mtp = 0, drafts_forced_accepted = 0;
   double grammar_ms = 0;
+  int64_t images = 0, image_rows = 0, image_rows_prefilled = 0, images_encoded = 0, encoder_cache_hits = 0;
+  double encoder_ms = 0;
 
   void add(const RequestStats& s) {
     ++requests;
@@ -47,6 +49,12 @@ struct RequestTotals {
     drafts_mtp += s.drafts_mtp;
     drafts_forced_accepted += s.drafts_forced_accepted;
     grammar_ms += s.grammar_ms;
+    images += s.images;
+    image_rows += s.image_rows;
+    image_rows_prefilled += s.image_rows_prefilled;
+    images_encoded += s.images_encoded;
+    encoder_cache_hits += s.encoder_cache_hits;
+    encoder_ms += s.encoder_ms;
   }
 };
 

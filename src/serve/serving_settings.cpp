@@ -133,12 +133,30 @@ std::vector<ServingSetting> make_table() {
   }
   t.push_back(int_row({"--min-gap"}, {}, "N", "divergence: least L - R for a divergence checkpoint (default {})", true, 0,
                       kBig, [](auto& c) -> auto& { return c.policy.divergence.min_gap; }));
+  t.push_back(on_off_row({"--checkpoint-before-image"},
+                         "divergence: also keep the state at each image's first row\n"
+                         "(default {}, as in the paper)",
+                         true, false, [](auto& c) -> auto& { return c.policy.divergence.before_image; }));
   t.push_back(on_off_row({"--consolidate-batches"}, "one tail cut at N - n_ubatch instead of two (default {})", true,
                          /*ablation=*/true, [](auto& c) -> auto& { return c.slot.batch.consolidate; }));
   t.push_back(int_row({"-b", "--n-batch"}, {"--batch-size"}, "N", "logical batch (default {})", true, 1, kBig,
                       [](auto& c) -> auto& { return c.slot.batch.n_batch; }));
   t.push_back(int_row({"-ub", "--n-ubatch"}, {"--ubatch-size"}, "N", "micro-batch = one pass (default {})", true, 1, kBig,
                       [](auto& c) -> auto& { return c.slot.batch.n_ubatch; }));
+  // Images (docs/vision.md): llama.cpp's budget flags, the encoder cache, a per-request limit.
+  t.push_back(int_row({"--image-min-tokens"}, {}, "N",
+                      "least image tokens per image, -1 = the model's default (default {});\n"
+                      "a request's \"image_min_tokens\" overrides it",
+                      true, -1, 1 << 16, [](auto& c) -> auto& { return c.images.budget.min_tokens; }));
+  t.push_back(int_row({"--image-max-tokens"}, {}, "N",
+                      "most image tokens per image, -1 = the model's default (default {});\n"
+                      "a request's \"image_max_tokens\" overrides it",
+                      true, -1, 1 << 16, [](auto& c) -> auto& { return c.images.budget.max_tokens; }));
+  t.push_back(int_row({"--encoder-cache"}, {}, "MIB",
+                      "encoded images kept by content and budget, 0 = none (default {})", false, 0, kBig,
+                      [](auto& c) -> auto& { return c.images.encoder_cache_mib; }));
+  t.push_back(int_row({"--max-images"}, {}, "N", "images one request may carry (default {})", false, 0, 1024,
+                      [](auto& c) -> auto& { return c.images.max_per_request; }));
   // Speculative decoding (docs/speculation.md).
   t.push_back(on_off_row({"--spec"},
                          "speculative decoding with the model's MTP head (default {}; output\n"
@@ -220,6 +238,10 @@ void validate_serving(const EngineConfig& c) {
   if (c.speculation.draft_min > c.speculation.draft_max)
     throw std::invalid_argument("--draft-min (" + std::to_string(c.speculation.draft_min) + ") must not exceed --draft-max (" +
                                 std::to_string(c.speculation.draft_max) + ")");
+  if (c.images.budget.min_tokens > 0 && c.images.budget.max_tokens > 0 &&
+      c.images.budget.min_tokens > c.images.budget.max_tokens)
+    throw std::invalid_argument("--image-min-tokens (" + std::to_string(c.images.budget.min_tokens) +
+                                ") must not exceed --image-max-tokens (" + std::to_string(c.images.budget.max_tokens) + ")");
   if (c.slot.batch.n_ubatch > c.slot.batch.n_batch)
     throw std::invalid_argument("--n-ubatch (" + std::to_string(c.slot.batch.n_ubatch) + ") must not exceed --n-batch (" +
                                 std::to_string(c.slot.batch.n_batch) + ")");

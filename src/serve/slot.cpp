@@ -123,13 +123,15 @@ void Slot::add_checkpoint(int64_t pos, CheckpointOrigin origin, RecurrentCheckpo
 void Slot::restore_for(const Prompt& prompt) {
   const int64_t N = prompt.size();
   // llama.cpp's server: go through the prompt cache when the slot is a poor match.
-  if (cache_ && cache_->should_update(cached_, prompt.tokens)) {
+  prompt_chunks_.clear();
+  for (const PromptImage& im : prompt.images) prompt_chunks_.push_back(im.chunk);
+  if (cache_ && cache_->should_update(cached_, cached_images_, prompt.tokens, prompt_chunks_)) {
     if (!cached_.empty()) {
-      const size_t b = cache_->save(cached_, *backend_, held_);
+      const size_t b = cache_->save(cached_, cached_images_, *backend_, held_);
       stats_.prompt_cache_saved = b > 0;
       stats_.bytes_copied += b;
     }
-    if (auto entry = cache_->take_best(cached_, prompt.tokens)) {
+    if (auto entry = cache_->take_best(cached_, cached_images_, prompt.tokens, prompt_chunks_)) {
       if (static_cast<int64_t>(entry->tokens.size()) > backend_->n_ctx())
         throw std::length_error("Slot: a prompt-cache entry of " + std::to_string(entry->tokens.size()) +
                                 " tokens does not fit the context of " + std::to_string(backend_->n_ctx()));
@@ -138,6 +140,7 @@ void Slot::restore_for(const Prompt& prompt) {
       for (Checkpoint& c : held_) recycle(std::move(c.state));
       held_ = std::move(entry->checkpoints);
       cached_.assign(entry->tokens.begin(), entry->tokens.end());
+      cached_images_ = std::move(entry->images);
       stats_.prompt_cache_loaded = true;
     }
     cache_->enforce_budget();
@@ -150,7 +153,8 @@ void Slot::restore_for(const Prompt& prompt) {
 
   const int64_t cached = static_cast<int64_t>(cached_.size());
   cached_before_ = cached;
-  const int64_t L = common_prefix(cached_, prompt.tokens);
+  // An image counts only whole and only as the same image (serve/prompt.h).
+  const int64_t L = common_prefix_with_images(cached_, cached_images_, prompt.tokens, prompt_chunks_);
   const int64_t target = std::min(L, N - 1);  // at least one prompt token runs: the first output needs logits
   int64_t R = 0;
   if (target == cached) {
@@ -171,11 +175,12 @@ void Slot::restore_for(const Prompt& prompt) {
   }
   drop_beyond(R);
   cached_.resize(static_cast<size_t>(R));
+  while (!cached_images_.empty() && cached_images_.back().begin >= R) cached_images_.pop_back();
   stats_.lcp = L;
   stats_.restore_pos = R;
 }
 
-void Slot::check_plan(const PrefillPlan& plan, int64_t R, int64_t N) const {
+void Slot::check_plan(const Prompt& prompt, const PrefillPlan& plan, int64_t R, int64_t N) const {
   const auto fail = [&](const std::string& what) {
     throw std::logic_error("Slot: policy '" + std::string(policy_->name()) + "' planned " + what);
   };
@@ -187,11 +192,23 @@ void Slot::check_plan(const PrefillPlan& plan, int64_t R, int64_t N) const {
     pos = p.end;
   }
   if (pos != N) fail("passes ending at " + std::to_string(pos) + " for a prompt of " + std::to_string(N));
+  // A pass holds text or rows of one image, never both (llama.cpp decodes an image as its own
+  // batches), and no state is kept inside an image.
+  for (const Pass& p : plan.batches.passes)
+    for (const PromptImage& im : prompt.images) {
+      const int64_t b = im.chunk.begin, e = im.chunk.end();
+      if (p.begin < e && p.end > b && (p.begin < b || p.end > e))
+        fail("a pass [" + std::to_string(p.begin) + ", " + std::to_string(p.end) + ") across the edge of the image at [" +
+             std::to_string(b) + ", " + std::to_string(e) + ")");
+    }
   int64_t prev = -1;
   for (const PlannedSave& s : plan.saves) {
     if (s.pos <= prev || s.pos < R || s.pos > N || (s.when == SaveWhen::InPass && s.pos == R))
       fail("a checkpoint at " + std::to_string(s.pos) + " (expected ascending positions in [R, N] = [" +
            std::to_string(R) + ", " + std::to_string(N) + "])");
+    if (const PromptImage* im = prompt.image_at(s.pos); im && s.pos > im->chunk.begin)
+      fail("a checkpoint at " + std::to_string(s.pos) + " inside the image at [" + std::to_string(im->chunk.begin) +
+           ", " + std::to_string(im->chunk.end()) + ")");
     prev = s.pos;
   }
 }
@@ -220,7 +237,28 @@ void Slot::run_plan(const Prompt& prompt, const PrefillPlan& plan) {
     for (auto& cs : cut_states_)
       if (cs.data.capacity() == 0) cs = take_buffer();
     const auto toks = prompt.tokens.subspan(static_cast<size_t>(p.begin), static_cast<size_t>(p.size()));
-    backend_->run(toks, cuts_, pi + 1 == passes.size(), cut_states_);
+    const bool last = pi + 1 == passes.size();
+    if (const PromptImage* im = prompt.image_at(p.begin)) {
+      const ImageChunk& c = im->chunk;
+      ImageRowsPiece piece;
+      if (im->rows) {
+        const auto t0 = Clock::now();
+        const float* rows = im->rows();  // the first pass of an image encodes it (or finds it cached)
+        stats_.image_rows_ms += ms_since(t0);
+        if (!rows) throw std::logic_error("Slot: the image at " + std::to_string(c.begin) + " has no rows");
+        piece.rows = rows + (p.begin - c.begin) * backend_->row_width();
+      }
+      piece.n_rows = p.size();
+      piece.nx = c.nx;
+      piece.ny = c.ny;
+      piece.first_row = p.begin - c.begin;
+      piece.placeholder = image_placeholder(c.id);
+      backend_->run_image(piece, cuts_, last, cut_states_);
+      if (p.begin == c.begin) cached_images_.push_back(c);
+      stats_.image_rows_prefilled += p.size();
+    } else {
+      backend_->run(toks, cuts_, last, cut_states_);
+    }
     cached_.insert(cached_.end(), toks.begin(), toks.end());
     for (size_t k = 0; k < cuts_.size(); ++k) add_checkpoint(cuts_[k], cut_origins_[k], std::move(cut_states_[k]));
     cut_states_.clear();
@@ -238,9 +276,10 @@ PrefillReport Slot::prefill(const Prompt& prompt) {
     throw std::length_error("Slot::prefill: a prompt of " + std::to_string(N) + " tokens exceeds the context of " +
                             std::to_string(backend_->n_ctx()));
   // Checked here so that a bad id fails before any state (or the prompt cache) changes.
+  // (Negative ids are image rows: validate_prompt checked that each lies in its image.)
   if (const int64_t n_vocab = backend_->n_vocab(); n_vocab > 0)
     for (int64_t i = 0; i < N; ++i)
-      if (prompt.tokens[i] < 0 || prompt.tokens[i] >= n_vocab)
+      if (prompt.tokens[i] >= n_vocab)
         throw std::invalid_argument("Slot::prefill: token id " + std::to_string(prompt.tokens[i]) + " at index " +
                                     std::to_string(i) + " outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
   const auto t0 = Clock::now();
@@ -287,10 +326,12 @@ PrefillReport Slot::run_prefill(const Prompt& prompt, std::chrono::steady_clock:
   ctx.cached_before = cached_before_;
   PrefillReport report;
   PrefillPlan plan = policy_->plan_prefill(ctx);
-  check_plan(plan, R, N);
+  check_plan(prompt, plan, R, N);
   run_plan(prompt, plan);
 
   stats_.new_tokens = N - R;
+  stats_.image_rows = prompt.image_rows();
+  stats_.images = static_cast<int64_t>(prompt.images.size());
   stats_.kv_bound = N - stats_.lcp;
   stats_.passes = static_cast<int64_t>(plan.batches.passes.size());
   stats_.pass_sizes = plan.batches.pass_sizes();

@@ -87,6 +87,7 @@ class Slot {
   const RequestStats& end_request();
 
   const std::vector<int32_t>& cached_tokens() const { return cached_; }
+  const std::vector<ImageChunk>& cached_images() const { return cached_images_; }
   std::span<const Checkpoint> checkpoints() const { return held_; }
   const RequestStats& stats() const { return stats_; }
   CheckpointPolicy& policy() { return *policy_; }
@@ -100,7 +101,7 @@ class Slot {
   PrefillReport run_prefill(const Prompt& prompt, std::chrono::steady_clock::time_point t0);
   void restore_for(const Prompt& prompt);
   void run_plan(const Prompt& prompt, const PrefillPlan& plan);
-  void check_plan(const PrefillPlan& plan, int64_t R, int64_t N) const;
+  void check_plan(const Prompt& prompt, const PrefillPlan& plan, int64_t R, int64_t N) const;
   void add_checkpoint(int64_t pos, CheckpointOrigin origin, RecurrentCheckpoint&& state);
   void drop_beyond(int64_t pos);
   RecurrentCheckpoint take_buffer();
@@ -113,6 +114,8 @@ class Slot {
   PromptCache* cache_ = nullptr;
 
   std::vector<int32_t> cached_;  // == what the state consumed; reserved to n_ctx
+  std::vector<ImageChunk> cached_images_;  // the images among them (their rows hold placeholders)
+  std::vector<ImageChunk> prompt_chunks_;  // reused: the prompt's images as chunks
   std::vector<Checkpoint> held_; // ascending positions == creation order
   std::vector<int64_t> user_starts_;
   int64_t n_prompt_ = 0;

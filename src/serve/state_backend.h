@@ -48,6 +48,15 @@ struct SpecPassCounts {
   int64_t roll_backs = 0;      // roll_back() calls
 };
 
+// Some rows of one image for StateBackend::run_image.
+struct ImageRowsPiece {
+  const float* rows = nullptr;  // n_rows x the model's width (null under the dry run)
+  int64_t n_rows = 0;
+  int nx = 0, ny = 0;       // the image's grid
+  int64_t first_row = 0;    // the first row's index in the image
+  int32_t placeholder = 0;  // the token the rows hold in the slot's list (serve/prompt.h)
+};
+
 class StateBackend {
  public:
   virtual ~StateBackend() = default;
@@ -56,6 +65,8 @@ class StateBackend {
   virtual int64_t n_past() const = 0;
   // Token ids must be below this; 0 = any id (the dry run has no vocabulary).
   virtual int64_t n_vocab() const = 0;
+  // Floats per embedding row (an image row, run_image); 0 for the dry run.
+  virtual int64_t row_width() const = 0;
   // Bytes of one recurrent-state copy (a checkpoint).
   virtual size_t checkpoint_bytes() const = 0;
   // Bytes of a saved sequence of n_tokens tokens (recurrent state + KV rows).
@@ -75,6 +86,11 @@ class StateBackend {
   // want_logits: keep the last token's logits for logits().
   virtual void run(std::span<const int32_t> tokens, std::span<const int64_t> cuts, bool want_logits,
                    std::span<RecurrentCheckpoint> cut_states) = 0;
+  // The same pass over rows [first_row, first_row + n_rows) of an image (Qwen35Model::forward_image:
+  // the rows enter as they are, at the image's M-RoPE positions); `rows` is null under the dry run.
+  // An image may be run in several pieces; text may follow only once its last row is in.
+  virtual void run_image(const ImageRowsPiece& piece, std::span<const int64_t> cuts, bool want_logits,
+                         std::span<RecurrentCheckpoint> cut_states) = 0;
   // Logits of the last token of the last run with want_logits (empty for the dry run).
   virtual std::span<const float> logits() const = 0;
 

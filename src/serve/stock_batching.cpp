@@ -1,5 +1,6 @@
 #include "serve/stock_batching.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace tandem::serve {
@@ -23,9 +24,26 @@ PrefillPlan plan_stock_prefill(const PrefillContext& ctx, const StockRules& rule
   PrefillPlan plan;
   size_t ui = 0, ei = 0;
   BatchStart why = BatchStart::Resume;
+  bool after_image = false;  // the batch at pos continues a fill that decoded an image
   for (int64_t pos = R; pos < N;) {
-    // The nearest user-message cut after pos that the rules accept.
-    Cut cuts[2];
+    // An image is decoded on its own, in batches of at most n_batch rows (spec vision.md §5.5,
+    // §5.8); the text after it fills a new batch, but llama.cpp's fill that decoded the image
+    // makes no checkpoint (has_mtmd), so neither the image's batches nor that one get one.
+    if (const PromptImage* im = ctx.prompt.image_at(pos)) {
+      const int64_t end = im->chunk.end();
+      for (int64_t b = pos; b < end; b += planner.config().n_batch) {
+        const Batch batch{b, std::min(end, b + planner.config().n_batch), b == pos ? why : BatchStart::Full};
+        plan.batches.batches.push_back(batch);
+        planner.append_passes(batch, plan.batches.passes);
+      }
+      pos = end;
+      why = BatchStart::Image;
+      after_image = true;
+      continue;
+    }
+    // The nearest user-message cut after pos that the rules accept, an extra cut, and the next
+    // image (text filling stops there), in ascending order.
+    Cut cuts[3];
     size_t n_cuts = 0;
     while (ui < users.size() && users[ui] <= pos) ++ui;
     for (size_t i = ui; i < users.size(); ++i) {
@@ -45,10 +63,16 @@ PrefillPlan plan_stock_prefill(const PrefillContext& ctx, const StockRules& rule
         cuts[n_cuts++] = e;
       }
     }
+    if (const PromptImage* next = ctx.prompt.next_image(pos + 1)) {
+      cuts[n_cuts++] = Cut{next->chunk.begin, BatchStart::Image};
+      std::stable_sort(cuts, cuts + n_cuts, [](const Cut& a, const Cut& b) { return a.pos < b.pos; });
+      n_cuts = static_cast<size_t>(
+          std::unique(cuts, cuts + n_cuts, [](const Cut& a, const Cut& b) { return a.pos == b.pos; }) - cuts);
+    }
     BatchStart next_why = BatchStart::Full;
     const Batch batch = planner.next_batch(pos, why, N, std::span<const Cut>(cuts, n_cuts), checkpoints_on, &next_why);
 
-    if (place_checkpoints && checkpoints_on && pos > 0) {
+    if (place_checkpoints && checkpoints_on && pos > 0 && !after_image) {
       const bool on_user = pos == U || why == BatchStart::UserMessage;
       const bool near_end = N - batch.end < planner.config().n_ubatch;
       if (on_user || near_end) {
@@ -62,6 +86,7 @@ PrefillPlan plan_stock_prefill(const PrefillContext& ctx, const StockRules& rule
     planner.append_passes(batch, plan.batches.passes);
     pos = batch.end;
     why = next_why;
+    after_image = false;
   }
   return plan;
 }

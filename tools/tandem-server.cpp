@@ -19,6 +19,7 @@
 #include "serve/engine.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
+#include "vision/vision_model.h"
 
 int main(int argc, char** argv) {
   using namespace tandem;
@@ -64,7 +65,17 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "tandem-server: warning: %s; using ChatML\n", e.what());
     }
 
-    serve::Engine engine(*model, *tok, opt.engine);
+    std::unique_ptr<vision::VisionModel> vision;
+    if (!opt.mmproj_path.empty()) {
+      vision::VisionLoadOptions vo;
+      vo.n_threads = opt.threads;
+      vo.tier = model->cpu_tier();
+      vision = vision::VisionModel::load(opt.mmproj_path, vo);
+      vision->check_text_model(model->hparams().n_embd, opt.model_path);  // both files named on a mismatch
+      std::fprintf(stderr, "tandem-server: vision encoder %s (%s)\n", opt.mmproj_path.c_str(),
+                   cpu_tier_name(vision->cpu_tier()));
+    }
+    serve::Engine engine(*model, *tok, opt.engine, vision.get());
     std::unique_ptr<http::RequestLog> log;
     if (!opt.log_requests.empty()) {
       log = std::make_unique<http::RequestLog>(opt.log_requests);
@@ -79,6 +90,7 @@ int main(int argc, char** argv) {
     hc.api_key = opt.api_key;
     hc.http_threads = opt.http_threads;
     hc.model_path = opt.model_path;
+    hc.mmproj_path = opt.mmproj_path;
     hc.model_names = opt.aliases;
     hc.json_whitespace = opt.json_compact ? grammar::JsonWhitespace::Compact : grammar::JsonWhitespace::Flexible;
     const std::filesystem::path p(opt.model_path);

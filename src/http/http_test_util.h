@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <chrono>
@@ -27,6 +28,8 @@
 #include "serve/engine.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
+#include "vision/vision_generator.h"
+#include "vision/vision_model.h"
 
 namespace tandem::http::testing {
 
@@ -35,6 +38,24 @@ struct TinyModel {
   std::unique_ptr<Qwen35Model> model;
   std::unique_ptr<text::Tokenizer> tok;
   text::ChatTemplate tmpl{text::ChatTemplateFamily::ChatML};
+
+  // A random mmproj of the golden tower's shape, whose rows have the tiny model's width (256):
+  // written and loaded once per test process.
+  vision::VisionModel* vision() {
+    static std::unique_ptr<vision::VisionModel> v = [] {
+      vision::MmprojGenOptions g;
+      g.type = GgmlType::F32;
+      // One file per process (ctest runs tests as concurrent processes); mapped, then unlinked.
+      const std::string path = ::testing::TempDir() + "/tandem-http-mmproj-" + std::to_string(::getpid()) + ".gguf";
+      vision::write_mmproj(path, g);
+      vision::VisionLoadOptions vo;
+      vo.n_threads = 2;
+      auto m = vision::VisionModel::load(path, vo);
+      std::remove(path.c_str());
+      return m;
+    }();
+    return v.get();
+  }
 
   static TinyModel& get() {
     static TinyModel m = [] {
@@ -68,9 +89,9 @@ struct TestServer {
   std::mutex mu;
   std::vector<Json> records;
 
-  explicit TestServer(serve::EngineConfig cfg, std::string api_key = {}) {
+  explicit TestServer(serve::EngineConfig cfg, std::string api_key = {}, bool with_vision = false) {
     TinyModel& m = TinyModel::get();
-    engine = std::make_unique<serve::Engine>(*m.model, *m.tok, cfg);
+    engine = std::make_unique<serve::Engine>(*m.model, *m.tok, cfg, with_vision ? m.vision() : nullptr);
     engine->set_finish_hook([this](const serve::EngineRequest& req, const serve::GenerationResult& r, uint64_t id) {
       std::lock_guard lk(mu);
       records.push_back(request_record(req, r, id));

@@ -93,6 +93,27 @@ std::string prometheus_text(const serve::EngineSnapshot& s) {
   w.one("tandem_grammar_cache_misses_total", "counter", "Grammar requests that compiled their grammar.",
         d(s.grammar_cache.misses));
 
+  // Images (--mmproj): rows prefilled or reused, encoder runs and time, the encoder cache.
+  w.one("tandem_vision", "gauge", "1 when the server encodes images (--mmproj).", d(s.vision ? 1 : 0));
+  w.one("tandem_request_images_total", "counter", "Images in requests' prompts.", d(t.images));
+  w.one("tandem_request_image_rows_total", "counter", "Image rows (tokens) in requests' prompts.", d(t.image_rows));
+  w.one("tandem_request_image_rows_prefilled_total", "counter", "Image rows run through the model.",
+        d(t.image_rows_prefilled));
+  w.one("tandem_request_image_rows_reused_total", "counter", "Image rows reused from a restored state.",
+        d(t.image_rows - t.image_rows_prefilled));
+  w.one("tandem_request_images_encoded_total", "counter", "Vision encoder runs.", d(t.images_encoded));
+  w.one("tandem_request_encoder_seconds_total", "counter", "Time in the vision encoder.", t.encoder_ms / 1000.0);
+  w.one("tandem_encoder_cache_hits_total", "counter", "Images whose rows came from the encoder cache.",
+        d(s.encoder_cache.hits));
+  w.one("tandem_encoder_cache_misses_total", "counter", "Images looked up and not found in the encoder cache.",
+        d(s.encoder_cache.misses));
+  w.one("tandem_encoder_cache_evictions_total", "counter", "Encoded images dropped for the budget.",
+        d(s.encoder_cache.evictions));
+  w.one("tandem_encoder_cache_entries", "gauge", "Encoded images held.", d(s.encoder_cache.entries));
+  w.one("tandem_encoder_cache_bytes", "gauge", "Bytes of the encoded images held.", d(s.encoder_cache.bytes));
+  w.one("tandem_encoder_cache_budget_bytes", "gauge", "Encoder cache budget (--encoder-cache).",
+        d(s.encoder_cache.budget_bytes));
+
   // Queue and slots.
   w.one("tandem_queue_waiting", "gauge", "Requests waiting for a slot.", d(s.queued));
   w.one("tandem_queue_capacity", "gauge", "Requests that may wait (--queue).", d(s.queue_max));

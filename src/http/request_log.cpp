@@ -20,6 +20,12 @@ Json request_record(const serve::EngineRequest& req, const serve::GenerationResu
   j["n_predict"] = req.params.n_predict;
   j["prompt"] = req.prompt;
   j["user_starts"] = req.user_starts;
+  if (!req.images.empty()) {  // the image chunks (their rows hold placeholders in "prompt")
+    Json images = Json::array();
+    for (const serve::RequestImage& im : req.images)
+      images.push_back(Json{{"begin", im.chunk.begin}, {"nx", im.chunk.nx}, {"ny", im.chunk.ny}, {"id", im.chunk.id}});
+    j["images"] = std::move(images);
+  }
   j["output"] = r.output;
   if (!r.fed_past_output.empty()) j["fed_past_output"] = r.fed_past_output;
   j["timings"] = timings_json(r);

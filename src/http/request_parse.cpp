@@ -4,6 +4,7 @@
 #include <random>
 
 #include "http/api_error.h"
+#include "http/image_request.h"
 #include "http/json_fields.h"
 
 namespace tandem::http {
@@ -71,6 +72,57 @@ bool parse_stream(const Json& b, ParsedRequest& out) {
   return out.stream;
 }
 
+// OpenAI content parts -> the string content llama.cpp's server renders: each image part becomes
+// the media marker (its file collected in order), text parts are joined with "\n", and no newline
+// goes before or after a marker. Images are accepted in user messages only; videos not at all.
+Json inline_image_parts(const Json& msgs, const std::string& marker, std::vector<std::vector<uint8_t>>& files) {
+  Json out = msgs;
+  for (size_t mi = 0; mi < out.size(); ++mi) {
+    Json& m = out[mi];
+    if (!m.is_object()) continue;  // the chat request parser names the error
+    const auto content = m.find("content");
+    if (content == m.end() || !content->is_array()) continue;
+    bool has_media = false;
+    for (const Json& part : *content)
+      if (part.is_object() && (part.contains("image_url") || part.contains("image") || part.contains("video") ||
+                               part.value("type", "") == "image_url" || part.value("type", "") == "image" ||
+                               part.value("type", "") == "video" || part.value("type", "") == "input_audio"))
+        has_media = true;
+    if (!has_media) continue;
+    const std::string role = m.value("role", "");
+    const std::string where = "messages[" + std::to_string(mi) + "]";
+    std::string text;
+    bool prev_text = false;
+    for (size_t pi = 0; pi < content->size(); ++pi) {
+      const Json& part = (*content)[pi];
+      const std::string type = part.is_object() ? part.value("type", "") : "";
+      const std::string at = where + ".content[" + std::to_string(pi) + "]";
+      if (!part.is_object()) throw bad_request("'" + at + "' must be an object", "messages");
+      if (type == "video" || part.contains("video") || type == "input_audio")
+        throw bad_request("'" + at + "': video and audio parts are not supported (images only)", "messages");
+      if (type == "image_url" || type == "image" || part.contains("image_url") || part.contains("image")) {
+        if (role != "user")
+          throw bad_request("'" + at + "': images are accepted in user messages only (this message is '" + role + "')",
+                            "messages");
+        const Json* u = part.contains("image_url") ? &part["image_url"] : &part["image"];
+        if (u->is_object() && u->contains("url")) u = &(*u)["url"];
+        if (!u->is_string()) throw bad_request("'" + at + "': expected \"image_url\": {\"url\": \"data:image/...\"}", "messages");
+        files.push_back(image_url_bytes(u->get_ref<const std::string&>(), at + ".image_url.url"));
+        text += marker;
+        prev_text = false;
+        continue;
+      }
+      const auto t = part.find("text");
+      if (t == part.end() || !t->is_string()) throw bad_request("'" + at + "': expected a text or image_url part", "messages");
+      if (prev_text) text += "\n";
+      text += t->get_ref<const std::string&>();
+      prev_text = true;
+    }
+    m["content"] = text;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<int32_t> tokens_of(const Json& v, const text::Tokenizer& tok, const char* what) {
@@ -108,7 +160,7 @@ std::vector<int64_t> find_user_starts(const text::Tokenizer& tok, std::span<cons
   for (size_t i = 0; i + 1 < tokens.size(); ++i) {
     if (tokens[i] != *im_start) continue;
     std::string head;  // the role: the bytes after <|im_start|>, a few tokens are enough for "user"
-    for (size_t k = i + 1; k < tokens.size() && head.size() < 5; ++k) tok.append_token(head, tokens[k]);
+    for (size_t k = i + 1; k < tokens.size() && head.size() < 5 && tokens[k] >= 0; ++k) tok.append_token(head, tokens[k]);
     if (head.rfind("user", 0) == 0 && (head.size() == 4 || head[4] == '\n' || head[4] == ' '))
       starts.push_back(static_cast<int64_t>(i));
   }
@@ -120,9 +172,35 @@ ParsedRequest parse_completion_request(const Json& b, const ParseContext& ctx) {
   check_model(b, ctx, out);
   const auto it = b.find("prompt");
   if (it == b.end() || it->is_null()) throw bad_request("missing 'prompt' (a string or an array of token ids)", "prompt");
-  out.engine.prompt = tokens_of(*it, *ctx.tok, "prompt");
-  if (out.engine.prompt.empty()) throw bad_request("'prompt' is empty", "prompt");
-  out.engine.user_starts = find_user_starts(*ctx.tok, out.engine.prompt);
+  // llama.cpp's multimodal form: {"prompt_string": "... <media_marker> ...", "multimodal_data": [base64, ...]}.
+  const Json* media = nullptr;
+  const Json* text = &*it;
+  if (it->is_object()) {
+    const auto ps = it->find("prompt_string");
+    if (ps == it->end() || !ps->is_string())
+      throw bad_request("'prompt' as an object needs a string 'prompt_string' (and 'multimodal_data')", "prompt");
+    text = &*ps;
+    if (const auto md = it->find("multimodal_data"); md != it->end() && !md->is_null()) media = &*md;
+  } else if (const auto md = b.find("multimodal_data"); md != b.end() && !md->is_null()) {
+    media = &*md;
+  }
+  if (media) {
+    if (!media->is_array()) throw bad_request("'multimodal_data' must be an array of base64 strings", "multimodal_data");
+    if (!text->is_string()) throw bad_request("with 'multimodal_data' the prompt must be a string", "prompt");
+    if (!ctx.engine) throw bad_request("images are not accepted here", "multimodal_data");
+    std::vector<std::vector<uint8_t>> files;
+    for (size_t i = 0; i < media->size(); ++i) {
+      const Json& m = (*media)[i];
+      if (!m.is_string()) throw bad_request("'multimodal_data' element " + std::to_string(i) + " is not a string", "multimodal_data");
+      files.push_back(image_url_bytes(m.get_ref<const std::string&>(), "multimodal_data"));
+    }
+    build_image_prompt(*ctx.engine, text->get_ref<const std::string&>(), ctx.media_marker, files, parse_image_budget(b),
+                       "multimodal_data", out.engine);
+  } else {
+    out.engine.prompt = tokens_of(*text, *ctx.tok, "prompt");
+    if (out.engine.prompt.empty()) throw bad_request("'prompt' is empty", "prompt");
+    out.engine.user_starts = find_user_starts(*ctx.tok, out.engine.prompt);
+  }
   parse_common(b, ctx, out.engine.params);
   if (auto v = opt_int(b, "n_predict", -1, ctx.n_ctx)) out.engine.params.n_predict = *v;
   else if (auto m = opt_int(b, "max_tokens", -1, ctx.n_ctx)) out.engine.params.n_predict = *m;
@@ -140,7 +218,8 @@ ParsedRequest parse_chat_request(const Json& b, const ParseContext& ctx) {
   if (msgs->empty()) throw bad_request("'messages' is empty: at least one message is needed", "messages");
 
   Json chat = Json::object();
-  chat["messages"] = *msgs;
+  std::vector<std::vector<uint8_t>> files;  // the image parts' files, in order
+  chat["messages"] = inline_image_parts(*msgs, ctx.media_marker, files);
   if (const auto t = b.find("tools"); t != b.end() && !t->is_null()) chat["tools"] = *t;
   std::optional<bool> thinking = opt_bool(b, "enable_thinking");
   if (const auto k = b.find("chat_template_kwargs"); k != b.end() && !k->is_null()) {
@@ -152,17 +231,22 @@ ParsedRequest parse_chat_request(const Json& b, const ParseContext& ctx) {
   try {
     text::ChatRequest req = text::ChatRequest::from_json(chat);
     req.add_generation_prompt = true;
-    for (const auto& m : req.messages)
-      for (const auto& p : m.parts)
-        if (p.kind != text::ChatContentPart::Kind::Text)
-          throw bad_request("image and video content parts are not supported by this server (text only)", "messages");
-    ct = text::tokenize_chat(*ctx.tok, ctx.tmpl->render(req));
+    if (files.empty()) {
+      ct = text::tokenize_chat(*ctx.tok, ctx.tmpl->render(req));
+    } else {
+      if (!ctx.engine) throw bad_request("images are not accepted here", "messages");
+      // The rendered text holds a media marker per image: tokenized around them as mtmd does.
+      build_image_prompt(*ctx.engine, ctx.tmpl->render(req).text, ctx.media_marker, files, parse_image_budget(b),
+                         "messages", out.engine);
+    }
   } catch (const text::ChatTemplateError& e) {
     throw bad_request(std::string("messages: ") + e.what(), "messages");
   }
-  out.engine.prompt = std::move(ct.ids);
-  for (size_t i = 0; i < ct.message_starts.size() && i < ct.roles.size(); ++i)
-    if (ct.roles[i] == "user") out.engine.user_starts.push_back(ct.message_starts[i]);
+  if (files.empty()) {
+    out.engine.prompt = std::move(ct.ids);
+    for (size_t i = 0; i < ct.message_starts.size() && i < ct.roles.size(); ++i)
+      if (ct.roles[i] == "user") out.engine.user_starts.push_back(ct.message_starts[i]);
+  }
 
   parse_common(b, ctx, out.engine.params);
   // The same precedence as agent/request_tokens.h (the simulator reads traces of these bodies).

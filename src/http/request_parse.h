@@ -24,6 +24,10 @@ struct ParseContext {
   int n_parallel = 1;
   std::vector<std::string> model_names;  // accepted "model" values (absent or "" is always accepted)
   grammar::JsonWhitespace json_whitespace = grammar::JsonWhitespace::Flexible;  // schemas' default
+  // Images (http/image_request.h): the engine lays them out (null: requests with images are refused),
+  // and the marker that stands for an image in prompt text.
+  const serve::Engine* engine = nullptr;
+  std::string media_marker = "<__media__>";
 };
 
 struct ParsedRequest {
@@ -34,10 +38,12 @@ struct ParsedRequest {
   GrammarRequest grammar;      // GBNF to compile (empty: unconstrained), http/grammar_request.h
 };
 
-// POST /completion: prompt (string, token ids, or a mix), n_predict, sampling, stop, stream,
+// POST /completion: prompt (string, token ids, or a mix; or llama.cpp's multimodal object
+// {prompt_string, multimodal_data}), image_min_tokens / image_max_tokens, n_predict, sampling, stop, stream,
 // id_slot, cache_prompt, ignore_eos, timeout_ms, grammar, json_schema.
 ParsedRequest parse_completion_request(const Json& body, const ParseContext& ctx);
-// POST /v1/chat/completions: model, messages (rendered with the model's chat template), max_tokens /
+// POST /v1/chat/completions: model, messages (rendered with the model's chat template; user
+// messages may carry image_url parts), image_min_tokens / image_max_tokens, max_tokens /
 // max_completion_tokens, sampling, stop, stream, stream_options, n (must be 1), tools,
 // chat_template_kwargs.enable_thinking, response_format, plus the llama.cpp extras (top_k, min_p,
 // id_slot, grammar, json_schema, ...).

@@ -48,6 +48,7 @@ Json timings_json(const serve::GenerationResult& r) {
   t["predicted_per_second"] = r.predicted_ms > 0 ? 1000.0 * predicted_n / r.predicted_ms : 0.0;
   const nlohmann::json stats = s;  // every serving.md §5 number, under RequestStats' names
   for (const auto& [k, v] : stats.items()) t[k] = Json::parse(v.dump());
+  t["image_rows_reused"] = s.image_rows - s.image_rows_prefilled;
   t["queue_ms"] = r.queue_ms;
   t["id_slot"] = r.slot;
   return t;

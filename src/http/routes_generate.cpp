@@ -59,6 +59,8 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, A
   ctx.n_parallel = engine_.config().n_parallel;
   ctx.model_names = cfg_.model_names;
   ctx.json_whitespace = cfg_.json_whitespace;
+  ctx.engine = &engine_;
+  ctx.media_marker = cfg_.media_marker;
   const bool chat = api == Api::OpenAiChat;
   ParsedRequest pr = chat ? parse_chat_request(body, ctx) : parse_completion_request(body, ctx);
   const int64_t n_prompt = static_cast<int64_t>(pr.engine.prompt.size());

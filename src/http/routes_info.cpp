@@ -104,6 +104,11 @@ void HttpServer::props_get(const httplib::Request&, httplib::Response& res) {
                       {"model_path", cfg_.model_path},
                       {"model", cfg_.model_names.front()},
                       {"chat_template", text::chat_template_family_name(tmpl_.family())},
+                      // llama.cpp's keys: which inputs the model takes, and the marker that stands
+                      // for an image in a /completion prompt_string.
+                      {"modalities", Json{{"vision", s.vision}, {"audio", false}}},
+                      {"media_marker", s.vision ? Json(cfg_.media_marker) : Json()},
+                      {"mmproj_path", s.vision ? Json(cfg_.mmproj_path) : Json()},
                       {"serving", serving_json(s, c)},
                       {"settings", settings_json(s, c)}});
 }
@@ -143,8 +148,10 @@ void HttpServer::props_post(const httplib::Request& req, httplib::Response& res)
 
 void HttpServer::models(const httplib::Request&, httplib::Response& res) {
   Json data = Json::array();
+  Json caps = Json::array({"completion"});
+  if (engine_.has_vision()) caps.push_back("multimodal");
   for (const auto& n : cfg_.model_names)
-    data.push_back(Json{{"id", n}, {"object", "model"}, {"created", 0}, {"owned_by", "tandem"}});
+    data.push_back(Json{{"id", n}, {"object", "model"}, {"created", 0}, {"owned_by", "tandem"}, {"capabilities", caps}});
   send_json(res, Json{{"object", "list"}, {"data", data}});
 }
 

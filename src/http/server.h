@@ -44,6 +44,10 @@ struct HttpServerConfig {
   size_t max_body_bytes = 32u << 20;
   // JSON Schema whitespace when a request does not say (http/grammar_request.h).
   grammar::JsonWhitespace json_whitespace = grammar::JsonWhitespace::Flexible;
+  // What stands for an image in a /completion prompt_string (llama.cpp's default marker; /props
+  // reports it as "media_marker").
+  std::string media_marker = "<__media__>";
+  std::string mmproj_path;  // reported by /props when the engine has a vision model
 };
 
 class HttpServer {

@@ -28,6 +28,10 @@ std::vector<FrontEndSetting> make_table() {
   using S = const std::string&;
   std::vector<FrontEndSetting> t;
   t.push_back(row({"-m", "--model"}, {}, "FILE", "qwen35 GGUF model (required)", [](O& o, S, S v) { o.model_path = v; }));
+  t.push_back(row({"--mmproj"}, {}, "FILE",
+                  "vision projector (mmproj GGUF): requests may then carry images\n"
+                  "(image_url parts, /completion multimodal_data)",
+                  [](O& o, S, S v) { o.mmproj_path = v; }));
   t.push_back(row({"--host"}, {}, "ADDR", "listen address (default {})", [](O& o, S, S v) { o.host = v; },
                   [](const O& o) { return o.host; }));
   t.push_back(row({"--port"}, {}, "N", "port (default {}; 0 = pick a free one and print it)",

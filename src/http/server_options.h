@@ -16,6 +16,7 @@ namespace tandem::http {
 
 struct ServerOptions {
   std::string model_path;             // -m
+  std::string mmproj_path;            // --mmproj (empty: text only)
   std::string host = "127.0.0.1";     // --host
   int port = 8080;                    // --port (0: any free port, printed at start)
   std::string api_key;                // --api-key

@@ -71,9 +71,12 @@ std::unique_ptr<Slot> make_dry_run_slot(std::unique_ptr<CheckpointPolicy> policy
 std::vector<RequestStats> replay(Slot& slot, std::span<const RecordedRequest> requests) {
   std::vector<RequestStats> out;
   out.reserve(requests.size());
+  std::vector<PromptImage> images;
   for (size_t i = 0; i < requests.size(); ++i) {
     const RecordedRequest& r = requests[i];
-    slot.prefill(Prompt{r.prompt, r.user_starts});
+    images.clear();
+    for (const ImageChunk& c : r.images) images.push_back(PromptImage{c, nullptr});  // the dry run needs no rows
+    slot.prefill(Prompt{r.prompt, r.user_starts, images});
     if (slot.speculator()) replay_speculative(slot, r, i);
     else
       for (int32_t t : r.output) slot.decode(t);

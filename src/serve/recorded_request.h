@@ -5,11 +5,14 @@
 #include <cstdint>
 #include <vector>
 
+#include "serve/prompt.h"
+
 namespace tandem::serve {
 
 struct RecordedRequest {
   std::vector<int32_t> prompt;
   std::vector<int64_t> user_starts;
+  std::vector<ImageChunk> images;  // the prompt's image chunks (their rows hold placeholders)
   std::vector<int32_t> output;  // tokens fed back through decode (the last sampled one excluded)
   // A speculating server's steps (RequestStats::step_drafted / step_accepted, from its request
   // log): drafts verified and accepted per step. Empty for a server without speculation.

@@ -5,7 +5,8 @@
 #
 # Installs package.json's packages into BUILD_DIR/http-npm (when missing), generates the tiny
 # model, starts BUILD_DIR/tandem-server on a free loopback port with an API key, and runs
-# openai_sdk_test.js (a non-streaming and a streaming chat completion, errors). The server is
+# openai_sdk_test.js (a non-streaming and a streaming chat completion, errors, a screenshot step
+# with the tiny random mmproj). The server is
 # stopped however the script ends.
 #
 # Without node/npm (or network for the first install) it prints SKIPPED and exits 77, which ctest
@@ -43,9 +44,15 @@ if [ ! -f "$model" ] || [ "$build/tandem-gen-model" -nt "$model" ]; then
   "$build/tandem-gen-model" --preset tiny --type F32 --threads 2 -o "$model" >/dev/null
 fi
 
+mmproj="$work/tiny-mmproj-f32.gguf"  # the tiny tower: rows of the tiny model's width
+if [ ! -f "$mmproj" ] || [ "$build/tandem-gen-model" -nt "$mmproj" ]; then
+  "$build/tandem-gen-model" --mmproj --preset tiny --type F32 -o "$mmproj" >/dev/null
+fi
+
 log="$work/server.log"
 key="sdk-test-key"
 "$build/tandem-server" -m "$model" --host 127.0.0.1 --port 0 --api-key "$key" --ctx-size 1024 --threads 2 \
+  --mmproj "$mmproj" --image-max-tokens 16 \
   --log-requests "$work/requests.jsonl" > "$log" 2>&1 &
 pid=$!
 cleanup() {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -12,6 +13,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "vision/golden_vision_test_util.h"
 
 namespace tandem::vision {
 namespace {
@@ -238,12 +241,23 @@ TEST(ImagePreprocess, NormalisationAndGrid) {
 
 // ---- golden: llama.cpp's preprocessed images ---------------------------------------------------
 
-std::filesystem::path golden_dir() { return std::filesystem::path(TANDEM_SHARED_DIR) / "golden-vision"; }
+std::filesystem::path golden_dir() { return golden::dir(); }
 
+// Every image and token budget the manifest has a preprocessed file for (each file once).
 TEST(ImagePreprocess, GoldenPreprocessedImagesAreBitExact) {
-  if (!std::filesystem::exists(golden_dir())) GTEST_SKIP() << "SKIPPED: " << golden_dir() << " not found";
-  const auto manifest = nlohmann::json::parse(std::ifstream(golden_dir() / "manifest.json"));
-  for (const char* run : {"f32-img1", "f32-img3-max8"}) {
+  SKIP_WITHOUT_GOLDEN_VISION();
+  const auto& manifest = golden::manifest();
+  std::vector<std::string> runs, seen;
+  for (const std::string& run : golden::runs()) {
+    const auto& r = manifest["runs"][run];
+    const std::string key = r["preproc_file"].get<std::string>() + " " + r["image"].get<std::string>() + " " +
+                            r["image_min_tokens"].dump() + " " + r["image_max_tokens"].dump();
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    runs.push_back(run);
+  }
+  ASSERT_FALSE(runs.empty()) << "the manifest lists no run";
+  for (const std::string& run : runs) {
     SCOPED_TRACE(run);
     const auto& r = manifest["runs"][run];
     std::ifstream f(golden_dir() / r["image"].get<std::string>(), std::ios::binary);

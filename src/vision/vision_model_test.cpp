@@ -14,34 +14,20 @@
 
 #include "gguf/gguf_file.h"
 #include "runtime/cpu_features.h"
+#include "vision/golden_vision_test_util.h"
 
 namespace tandem::vision {
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kDir = fs::path(TANDEM_SHARED_DIR) / "golden-vision";
+using golden::Json;
+const fs::path kDir = golden::dir();
+using golden::max_abs_diff;
+using golden::read_f32;
 
-std::vector<float> read_f32(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) ADD_FAILURE() << "cannot read " << p;
-  f.seekg(0, std::ios::end);
-  std::vector<float> v(static_cast<size_t>(f.tellg()) / sizeof(float));
-  f.seekg(0);
-  f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
-  return v;
-}
+const Json& manifest() { return golden::manifest(); }
 
-const nlohmann::json& manifest() {
-  static const nlohmann::json m = [] {
-    std::ifstream f(kDir / "manifest.json");
-    return nlohmann::json::parse(f);
-  }();
-  return m;
-}
-
-#define SKIP_WITHOUT_GOLDEN()                                                         \
-  if (!fs::exists(kDir / "manifest.json")) GTEST_SKIP() << "SKIPPED: no " << kDir; \
-  else (void)0
+#define SKIP_WITHOUT_GOLDEN() SKIP_WITHOUT_GOLDEN_VISION()
 
 struct Encoded {
   std::vector<float> embd;
@@ -69,13 +55,6 @@ Encoded encode_run(const std::string& run, const std::string& mmproj, CpuTier ti
   return e;
 }
 
-float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  float m = 0;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
-  return m;
-}
-
 TEST(VisionGolden, HyperParametersOfTheTinyTower) {
   SKIP_WITHOUT_GOLDEN();
   auto m = VisionModel::load((kDir / "mmproj-tiny-F32.gguf").string());
@@ -99,77 +78,140 @@ TEST(VisionGolden, HyperParametersOfTheTinyTower) {
   }
 }
 
-// Every node llama.cpp dumped, by name. Before the first GELU the encoder emulates llama.cpp's
-// CPU precision (F16 patch convolution) and agrees to float noise; after it, the F16 GELU table
-// can flip an F16 ulp where llama.cpp's fused ops round differently (spec §9.4: its own float64
-// emulation sees 1.8e-5 in the blocks and 9.8e-4 in the merger's GELU).
+// Every node llama.cpp dumped, by name, for every run whose manifest entry lists dumped nodes
+// (F32 mmproj, flash attention off: the runs the tolerances below are for). Before the first GELU
+// the encoder emulates llama.cpp's CPU precision (F16 patch convolution) and agrees to float
+// noise; after it, the F16 GELU table can flip an F16 ulp where llama.cpp's fused ops round
+// differently (spec §9.4: its own float64 emulation sees 1.8e-5 in the blocks and 9.8e-4 in the
+// merger's GELU). A node the manifest lists but this table has no bound for fails the test.
 TEST(VisionGolden, EncoderNodesMatchLlamaCppByName) {
   SKIP_WITHOUT_GOLDEN();
-  for (const std::string run : {"f32-img1", "f32-img3-max8"}) {
-    const Encoded e = encode_run(run, "mmproj-tiny-F32.gguf");
-    const std::map<std::string, float> tol = {
-        {"patch_bias", 1e-5f}, {"inp_pos_emb", 1e-5f}, {"ln1-0", 1e-5f},       {"Qcur_rope-0", 1e-5f},
-        {"Kcur_rope-0", 1e-5f}, {"kqv_out-0", 1e-5f},  {"attn_out-0", 1e-5f},  {"ffn_inp-0", 1e-5f},
-        {"ffn_out-0", 2e-4f},   {"layer_out-0", 2e-4f}, {"layer_out-1", 3e-4f}, {"norm_b-2", 3e-4f},
-        {"ffn_gelu", 2e-3f}};
-    for (const auto& [name, t] : tol) {
+  const std::map<std::string, float> tol = {
+      {"patch_bias", 1e-5f}, {"inp_pos_emb", 1e-5f}, {"ln1-0", 1e-5f},       {"Qcur_rope-0", 1e-5f},
+      {"Kcur_rope-0", 1e-5f}, {"kqv_out-0", 1e-5f},  {"attn_out-0", 1e-5f},  {"ffn_inp-0", 1e-5f},
+      {"ffn_out-0", 2e-4f},   {"layer_out-0", 2e-4f}, {"layer_out-1", 3e-4f}, {"norm_b-2", 3e-4f},
+      {"ffn_gelu", 2e-3f}};
+  const std::vector<std::string> runs = golden::runs([](const std::string&, const Json& r) {
+    return r.contains("intermediate") && !r["intermediate"].empty() && golden::is_f32_plain(r);
+  });
+  ASSERT_FALSE(runs.empty()) << "the manifest lists no F32 run with dumped encoder nodes";
+  for (const std::string& run : runs) {
+    SCOPED_TRACE(run);
+    const auto& r = manifest()["runs"][run];
+    const Encoded e = encode_run(run, r["mmproj"].get<std::string>());
+    for (const auto& node : r["intermediate"]) {
+      const std::string name = node["node"].get<std::string>();
+      const auto t = tol.find(name);
+      if (t == tol.end()) {
+        ADD_FAILURE() << run << ": no tolerance for the dumped node " << name;
+        continue;
+      }
       ASSERT_TRUE(e.nodes.count(name)) << run << ": the encoder reported no node " << name;
-      const std::vector<float> ref = read_f32(kDir / "out" / (run + "." + name + ".f32"));
+      int64_t n = 1;
+      for (const auto& d : node["ne"]) n *= d.get<int64_t>();
+      const std::vector<float> ref = read_f32(kDir / "out" / node["file"].get<std::string>());
+      EXPECT_EQ(static_cast<int64_t>(ref.size()), n) << run << " node " << name << ": file size vs manifest ne";
       const float d = max_abs_diff(e.nodes.at(name), ref);
-      EXPECT_LE(d, t) << run << " node " << name;
+      EXPECT_LE(d, t->second) << run << " node " << name;
       std::printf("  %s %-12s max|d| %.3g\n", run.c_str(), name.c_str(), d);
     }
   }
 }
 
+// Every F32-mmproj run without flash attention (llama.cpp's non-flash encoder, as this one).
 TEST(VisionGolden, EmbeddingsF32WithinTwoThousandths) {
   SKIP_WITHOUT_GOLDEN();
-  for (const std::string run : {"f32-img1", "f32-img3-max8"}) {
-    const Encoded e = encode_run(run, "mmproj-tiny-F32.gguf");
+  const std::vector<std::string> runs =
+      golden::runs([](const std::string&, const Json& r) { return golden::is_f32_plain(r); });
+  ASSERT_FALSE(runs.empty()) << "the manifest lists no F32 run with flash attention off";
+  for (const std::string& run : runs) {
+    SCOPED_TRACE(run);
     const auto& r = manifest()["runs"][run];
-    const auto& img = r["chunks"][1];
+    const Encoded e = encode_run(run, r["mmproj"].get<std::string>());
+    const auto& img = golden::image_chunk(r);
     EXPECT_EQ(e.stats.nx, img["nx"].get<int>());
     EXPECT_EQ(e.stats.ny, img["ny"].get<int>());
     const std::vector<float> ref = read_f32(kDir / "out" / img["embd_file"].get<std::string>());
+    EXPECT_EQ(ref.size(), img["embd_shape"][0].get<size_t>() * img["embd_shape"][1].get<size_t>());
     const float d = max_abs_diff(e.embd, ref);
     std::printf("  %s embeddings max|d| %.3g\n", run.c_str(), d);
     EXPECT_LE(d, 2e-3f) << run;
   }
 }
 
-// F16 and Q8_0 files: within llama.cpp's own F32-vs-F16 / F32-vs-Q8_0 spread (manifest checks).
+// Every other mmproj type (F16, Q8_0), flash attention off: within llama.cpp's own F32-vs-that-type
+// spread on that run's own image (the manifest's check for the image; golden::embd_spread).
 TEST(VisionGolden, EmbeddingsF16AndQ8WithinLlamaCppsOwnSpread) {
   SKIP_WITHOUT_GOLDEN();
-  const auto& checks = manifest()["checks"];
-  struct Case { const char* run; const char* file; const char* check; };
-  for (const Case c : {Case{"f16-img1", "mmproj-tiny-F16.gguf", "max|embd(F32) - embd(F16)| img1"},
-                       Case{"f16-img3-max8", "mmproj-tiny-F16.gguf", "max|embd(F32) - embd(F16)| img3-max8"},
-                       Case{"q8_0-img1", "mmproj-tiny-Q8_0.gguf", "max|embd(F32) - embd(Q8_0)| img1"},
-                       Case{"q8_0-img3-max8", "mmproj-tiny-Q8_0.gguf", "max|embd(F32) - embd(Q8_0)| img3-max8"}}) {
-    const Encoded e = encode_run(c.run, c.file);
-    const auto& img = manifest()["runs"][c.run]["chunks"][1];
+  const std::vector<std::string> runs = golden::runs([](const std::string&, const Json& r) {
+    return golden::mmproj_type(r) != "F32" && !golden::flash_attn_on(r);
+  });
+  ASSERT_FALSE(runs.empty()) << "the manifest lists no F16 / Q8_0 run";
+  for (const std::string& run : runs) {
+    SCOPED_TRACE(run);
+    const auto& r = manifest()["runs"][run];
+    const Encoded e = encode_run(run, r["mmproj"].get<std::string>());
+    const auto& img = golden::image_chunk(r);
+    EXPECT_EQ(e.stats.nx, img["nx"].get<int>());
+    EXPECT_EQ(e.stats.ny, img["ny"].get<int>());
     const std::vector<float> ref = read_f32(kDir / "out" / img["embd_file"].get<std::string>());
-    const float d = max_abs_diff(e.embd, ref), spread = checks[c.check].get<float>();
-    std::printf("  %s embeddings max|d| %.3g (llama.cpp's spread %.3g)\n", c.run, d, spread);
-    EXPECT_LE(d, spread) << c.run;
+    const golden::Spread spread = golden::embd_spread(run);
+    const float d = max_abs_diff(e.embd, ref);
+    std::printf("  %s embeddings max|d| %.3g (llama.cpp's spread %.3g, %s)\n", run.c_str(), d, spread.value,
+                spread.source.c_str());
+    EXPECT_LE(d, spread.value) << run << " (" << spread.source << ")";
   }
 }
 
-// The same numbers on every kernel tier this machine has: with F32 weights the tiers differ in
-// float summation order only; with Q8_0 weights such a difference can move an activation across
-// a quantization step, so there the bound is llama.cpp's own F32-vs-Q8_0 spread.
+// The manifest's spreads are what its files say: each check "max|embd(F32) - embd(T)| <image>"
+// equals the difference of the two runs' embedding files (so a spread measured from the files,
+// for an image the checks do not name, is the same quantity).
+TEST(VisionGolden, ManifestSpreadsAreTheGoldenFilesDifferences) {
+  SKIP_WITHOUT_GOLDEN();
+  int checked = 0;
+  for (const std::string& run : golden::runs([](const std::string&, const Json& r) {
+         return golden::mmproj_type(r) != "F32" && !golden::flash_attn_on(r);
+       })) {
+    SCOPED_TRACE(run);
+    const auto& r = manifest()["runs"][run];
+    const std::string key = "max|embd(F32) - embd(" + golden::mmproj_type(r) + ")| " + golden::image_tag(run);
+    const std::string f32 = golden::f32_counterpart(r);
+    if (!manifest()["checks"].contains(key) || f32.empty()) continue;
+    const float files = max_abs_diff(
+        read_f32(kDir / "out" / golden::image_chunk(manifest()["runs"][f32])["embd_file"].get<std::string>()),
+        read_f32(kDir / "out" / golden::image_chunk(r)["embd_file"].get<std::string>()));
+    EXPECT_FLOAT_EQ(files, manifest()["checks"][key].get<float>()) << key;
+    ++checked;
+  }
+  EXPECT_GT(checked, 0) << "no manifest check matched a pair of runs";
+}
+
+// The same numbers on every kernel tier this machine has, on the first F32 run's image: with F32
+// weights the tiers differ in float summation order only; with Q8_0 weights such a difference can
+// move an activation across a quantization step, so there the bound is llama.cpp's own
+// F32-vs-Q8_0 spread on that image.
 TEST(VisionGolden, EveryTierAgrees) {
   SKIP_WITHOUT_GOLDEN();
-  const float q8_spread = manifest()["checks"]["max|embd(F32) - embd(Q8_0)| img1"].get<float>();
-  for (const auto& [file, tol] : {std::pair<const char*, float>{"mmproj-tiny-F32.gguf", 2e-4f},
-                                  std::pair<const char*, float>{"mmproj-tiny-Q8_0.gguf", q8_spread}}) {
-    const Encoded best = encode_run("f32-img1", file);
+  const std::vector<std::string> f32_runs =
+      golden::runs([](const std::string&, const Json& r) { return golden::is_f32_plain(r); });
+  ASSERT_FALSE(f32_runs.empty());
+  const std::string run = f32_runs.front();
+  const std::vector<std::string> q8_runs = golden::runs([&](const std::string&, const Json& r) {
+    return golden::mmproj_type(r) == "Q8_0" && !golden::flash_attn_on(r) &&
+           golden::same_image_input(r, manifest()["runs"][run]);
+  });
+  ASSERT_FALSE(q8_runs.empty()) << "no Q8_0 run of " << run << "'s image";
+  const golden::Spread q8_spread = golden::embd_spread(q8_runs.front());
+  for (const auto& [file, tol] : {std::pair<std::string, float>{manifest()["runs"][run]["mmproj"].get<std::string>(), 2e-4f},
+                                  std::pair<std::string, float>{manifest()["runs"][q8_runs.front()]["mmproj"].get<std::string>(),
+                                                                q8_spread.value}}) {
+    const Encoded best = encode_run(run, file);
     for (CpuTier t : {CpuTier::Scalar, CpuTier::Avx2, CpuTier::Avx512Vnni, CpuTier::Amx}) {
       if (clamp_to_machine(t) != t) continue;
-      const Encoded e = encode_run("f32-img1", file, t);
+      const Encoded e = encode_run(run, file, t);
       const float d = max_abs_diff(e.embd, best.embd);
-      std::printf("  %s tier %s vs best: max|d| %.3g\n", file, cpu_tier_name(t), d);
-      EXPECT_LE(d, tol) << file << " " << cpu_tier_name(t);
+      std::printf("  %s %s tier %s vs best: max|d| %.3g\n", run.c_str(), file.c_str(), cpu_tier_name(t), d);
+      EXPECT_LE(d, tol) << run << " " << file << " " << cpu_tier_name(t);
     }
   }
 }

@@ -22,6 +22,17 @@ void refuse_present(const GgufFile& f, const std::string& name, const char* why)
   if (f.find_tensor(name)) f.fail("tensor '" + name + "' is present: " + why);
 }
 
+// A matrix bound by shape, in a type the kernels multiply. Q8_1 and Q8_K are activation types
+// (ggml has no dot product with them as weights either): refused here, by name, rather than
+// failing inside a pool task at the first encode.
+WeightMatrix matrix(const GgufFile& f, const TensorBinder& b, const std::string& name, int64_t cols, int64_t rows) {
+  const WeightMatrix m = b.matrix(name, cols, rows);
+  if (m.type == GgmlType::Q8_1 || m.type == GgmlType::Q8_K)
+    f.fail("tensor '" + name + "' has type " + ggml_type_name(m.type) +
+           ": not a weight type (expected F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K or Q6_K)");
+  return m;
+}
+
 }  // namespace
 
 VisionWeights VisionWeights::load(const GgufFile& f, VisionHParams& hp) {
@@ -78,26 +89,26 @@ VisionWeights VisionWeights::load(const GgufFile& f, VisionHParams& hp) {
     L.ln1_b = optional_floats(b, blk(i, "ln1.bias"), C);
     L.ln2_w = optional_floats(b, blk(i, "ln2.weight"), C);
     L.ln2_b = optional_floats(b, blk(i, "ln2.bias"), C);
-    L.qkv = b.matrix(blk(i, "attn_qkv.weight"), C, 3 * C);
+    L.qkv = matrix(f, b, blk(i, "attn_qkv.weight"), C, 3 * C);
     L.qkv_b = b.floats(blk(i, "attn_qkv.bias"), {3 * C});  // the graph adds it unconditionally
-    L.out = b.matrix(blk(i, "attn_out.weight"), C, C);
+    L.out = matrix(f, b, blk(i, "attn_out.weight"), C, C);
     L.out_b = optional_floats(b, blk(i, "attn_out.bias"), C);
-    L.up = b.matrix(blk(i, "ffn_up.weight"), C, F);
+    L.up = matrix(f, b, blk(i, "ffn_up.weight"), C, F);
     L.up_b = optional_floats(b, blk(i, "ffn_up.bias"), F);
-    L.down = b.matrix(blk(i, "ffn_down.weight"), F, C);
+    L.down = matrix(f, b, blk(i, "ffn_down.weight"), F, C);
     L.down_b = optional_floats(b, blk(i, "ffn_down.bias"), C);
   }
   w.post_ln_w = optional_floats(b, "v.post_ln.weight", C);
   w.post_ln_b = optional_floats(b, "v.post_ln.bias", C);
 
   const int64_t C4 = hp.merged_dim();
-  w.mm0 = b.matrix("mm.0.weight", C4, C4);
+  w.mm0 = matrix(f, b, "mm.0.weight", C4, C4);
   w.mm0_b = b.floats("mm.0.bias", {C4});
   const GgufTensorInfo* b2 = f.find_tensor("mm.2.bias");
   if (!b2) f.fail("missing required tensor 'mm.2.bias'");
   if (b2->n_dims != 1 || b2->ne[0] <= 0) f.fail("tensor 'mm.2.bias': expected a 1-D tensor [D]");
   hp.out_dim = b2->ne[0];  // the output width, as llama.cpp takes it (spec §1.4)
-  w.mm2 = b.matrix("mm.2.weight", C4, hp.out_dim);
+  w.mm2 = matrix(f, b, "mm.2.weight", C4, hp.out_dim);
   w.mm2_b = TensorBinder::to_floats(*b2);
   return w;
 }

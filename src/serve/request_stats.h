@@ -99,17 +99,6 @@ struct StatsSummary {
   int64_t new_tokens = 0, kv_bound = 0, passes = 0;
   int64_t checkpoints_created = 0, checkpoints_restored = 0, checkpoints_evicted = 0;
   uint64_t bytes_copied = 0;
-
-  // Images (issue 26): the prompt's images and their rows, the rows this request ran (the rest
-  // were reused from the restored state), and the time spent getting rows for them (encoding,
-  // or finding them in the engine's encoder cache).
-  int64_t images = 0;
-  int64_t image_rows = 0;
-  int64_t image_rows_prefilled = 0;
-  int64_t images_encoded = 0;     // encoder runs (images not found in the encoder cache)
-  int64_t encoder_cache_hits = 0; // images whose rows came from the encoder cache
-  double image_rows_ms = 0;       // getting the rows (encode or cache lookup), inside prefill_ms
-  double encoder_ms = 0;          // of which the encoder itself
   double prefill_ms = 0, decode_ms = 0;
   int64_t tokens_generated = 0;
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -42,6 +43,9 @@ void usage() {
                "                          (default: the trace's expected_action + end of turn)\n"
                "  --check LOG.jsonl       compare with a server's --log-requests file (one --config: the server's\n"
                "                          flags); exit 1 on any difference in N-R, passes or another count\n"
+               "  --mmproj FILE           the server's mmproj, for screenshot requests (its patch size and merge;\n"
+               "                          default 16 and 2, every Qwen3.5 tower's); the image budget is each\n"
+               "                          configuration's --image-min-tokens / --image-max-tokens\n"
                "  --per-request           print every request\n"
                "  --json FILE             write {config, request, stats} lines\n"
                "  --cost FILE|a,b,c[,d]   cost model (tandem-sim calibrate): adds predicted latencies\n"
@@ -88,7 +92,7 @@ double mean_from(const std::vector<serve::RequestStats>& st, size_t first, auto 
 }
 
 struct Summary {
-  double new_tokens, kv_bound, passes, created, restored, prefill_ms, step_ms;
+  double new_tokens, kv_bound, passes, created, restored, prefill_ms, step_ms, image_rows;
 };
 Summary summarize(const std::vector<serve::RequestStats>& st, const CostModel* cost) {
   // Requests 2..n, as the paper reports (the first request prefills everything under any policy).
@@ -97,6 +101,7 @@ Summary summarize(const std::vector<serve::RequestStats>& st, const CostModel* c
   s.new_tokens = mean_from(st, f, [](const auto& r) { return r.new_tokens; });
   s.kv_bound = mean_from(st, f, [](const auto& r) { return r.kv_bound; });
   s.passes = mean_from(st, f, [](const auto& r) { return r.passes; });
+  s.image_rows = mean_from(st, f, [](const auto& r) { return r.image_rows_prefilled; });
   s.created = mean_from(st, 0, [](const auto& r) { return r.checkpoints_created; }) * static_cast<double>(st.size());
   s.restored = mean_from(st, 0, [](const auto& r) { return r.checkpoints_restored; }) * static_cast<double>(st.size());
   if (cost) {
@@ -188,7 +193,7 @@ int main(int argc, char** argv) {
     mode = argv[1];
     first = 2;
   }
-  std::string model_path, trace_path, outputs_path, check_path, json_path, cost_spec, out_path;
+  std::string model_path, trace_path, outputs_path, check_path, json_path, cost_spec, out_path, mmproj_path;
   std::vector<std::string> config_specs;
   bool per_request = false;
   int threads = 0;
@@ -206,6 +211,7 @@ int main(int argc, char** argv) {
       else if (a == "--check") check_path = value();
       else if (a == "--json") json_path = value();
       else if (a == "--cost") cost_spec = value();
+      else if (a == "--mmproj") mmproj_path = value();
       else if (a == "--per-request") per_request = true;
       else if (a == "-t" || a == "--threads") threads = std::stoi(value());
       else if (a == "-o") out_path = value();
@@ -227,8 +233,15 @@ int main(int argc, char** argv) {
 
     const Loaded m = load_model_meta(model_path);
     const std::vector<TraceRecord> trace = read_trace(trace_path);
-    std::vector<RequestTokens> tokens;
-    for (const TraceRecord& r : trace) tokens.push_back(tokenize_request(*m.tok, *m.tmpl, r.body));
+    // The bodies as tandem-replay sends them: a record's screenshot attached as an image_url part.
+    const std::string trace_dir = std::filesystem::path(trace_path).parent_path().string();
+    std::vector<ojson> bodies;
+    bool any_image = false;
+    for (const TraceRecord& r : trace) {
+      bodies.push_back(request_body(r, trace_dir));
+      any_image = any_image || has_images(bodies.back());
+    }
+    const ImageLayout base_layout = mmproj_path.empty() ? ImageLayout{} : image_layout_from_mmproj(mmproj_path);
 
     // Generated tokens: from a server log, or the expected actions.
     std::vector<ojson> log;
@@ -239,10 +252,32 @@ int main(int argc, char** argv) {
         throw std::runtime_error(log_path + " has " + std::to_string(log.size()) + " requests, the trace " +
                                  std::to_string(trace.size()));
     }
-    std::vector<serve::RecordedRequest> recorded;
-    for (size_t i = 0; i < trace.size(); ++i)  // a speculating server's log also carries its per-step draft counts
-      recorded.push_back(log.empty() ? recorded_request(tokens[i], expected_output(*m.tok, trace[i]))
-                                     : recorded_request_from_log(tokens[i], log[i]));
+    // Token streams per image budget (a screenshot's rows depend on the server's budget flags).
+    std::map<std::pair<int, int>, std::vector<RequestTokens>> tokens_by_budget;
+    auto tokens_for = [&](const ServeSettings& s) -> const std::vector<RequestTokens>& {
+      const auto key = any_image ? std::pair(s.images.budget.min_tokens, s.images.budget.max_tokens) : std::pair(-1, -1);
+      auto it = tokens_by_budget.find(key);
+      if (it != tokens_by_budget.end()) return it->second;
+      ImageLayout layout = base_layout;
+      layout.budget = s.images.budget;
+      std::vector<RequestTokens> t;
+      for (size_t i = 0; i < bodies.size(); ++i) {
+        try {
+          t.push_back(tokenize_request(*m.tok, *m.tmpl, bodies[i], layout));
+        } catch (const std::exception& e) {
+          throw std::runtime_error("request " + std::to_string(i + 1) + ": " + e.what());
+        }
+      }
+      return tokens_by_budget.emplace(key, std::move(t)).first->second;
+    };
+    auto recorded_for = [&](const ServeSettings& s) {
+      const std::vector<RequestTokens>& tokens = tokens_for(s);
+      std::vector<serve::RecordedRequest> recorded;
+      for (size_t i = 0; i < trace.size(); ++i)  // a speculating server's log also carries its per-step draft counts
+        recorded.push_back(log.empty() ? recorded_request(tokens[i], expected_output(*m.tok, trace[i]))
+                                       : recorded_request_from_log(tokens[i], log[i]));
+      return recorded;
+    };
 
     std::unique_ptr<CostModel> cost;
     if (!cost_spec.empty()) cost = std::make_unique<CostModel>(parse_cost_model(cost_spec));
@@ -250,6 +285,7 @@ int main(int argc, char** argv) {
     if (mode == "sweep") {
       if (!cost) throw std::invalid_argument("sweep needs --cost (tandem-sim calibrate -o cost.json)");
       ServeSettings base = config_specs.empty() ? ServeSettings() : parse_config(config_specs[0]);
+      const std::vector<serve::RecordedRequest> recorded = recorded_for(base);
       std::printf("predicted mean step latency (requests 2..%zu), cost a=%.3f b=%.2f c=%.2f d=%.2f ms\n", trace.size(),
                   cost->ms_per_token, cost->ms_per_pass, cost->ms_per_copy, cost->ms_per_output_token);
       std::printf("| setting | policy | N-R | passes | prefill ms | step ms |\n|---|---|---:|---:|---:|---:|\n");
@@ -298,15 +334,17 @@ int main(int argc, char** argv) {
 
     std::ofstream json_out;
     if (!json_path.empty()) json_out.open(json_path);
-    std::printf("| configuration | N-R | N-L (KV bound) | passes | ckpt created | ckpt restored |%s\n",
-                cost ? " prefill ms | step ms |" : "");
-    std::printf("|---|---:|---:|---:|---:|---:|%s\n", cost ? "---:|---:|" : "");
+    std::printf("| configuration | N-R | N-L (KV bound) | passes | ckpt created | ckpt restored |%s%s\n",
+                any_image ? " image rows |" : "", cost ? " prefill ms | step ms |" : "");
+    std::printf("|---|---:|---:|---:|---:|---:|%s%s\n", any_image ? "---:|" : "", cost ? "---:|---:|" : "");
     int mismatches = 0;
     for (const ServeSettings& s : configs) {
-      const std::vector<serve::RequestStats> st = simulate(recorded, s, m.hp);
+      const std::vector<RequestTokens>& tokens = tokens_for(s);
+      const std::vector<serve::RequestStats> st = simulate(recorded_for(s), s, m.hp);
       const Summary x = summarize(st, cost.get());
       std::printf("| %s | %.1f | %.1f | %.2f | %.0f | %.0f |", s.name.c_str(), x.new_tokens, x.kv_bound, x.passes, x.created,
                   x.restored);
+      if (any_image) std::printf(" %.1f |", x.image_rows);
       if (cost) std::printf(" %.1f | %.1f |", x.prefill_ms, x.step_ms);
       std::printf("\n");
       for (size_t i = 0; i < st.size(); ++i) {
@@ -315,10 +353,13 @@ int main(int argc, char** argv) {
           json_out << j.dump() << "\n";
         }
         if (per_request)
-          std::printf("  %3zu %-4s %2lld  N %5lld  L %5lld  R %5lld  N-R %5lld  N-L %5lld  passes %lld  created %lld\n", i + 1,
+          std::printf("  %3zu %-4s %2lld  N %5lld  L %5lld  R %5lld  N-R %5lld  N-L %5lld  passes %lld  created %lld%s\n", i + 1,
                       trace[i].episode.c_str(), static_cast<long long>(trace[i].step), (long long)st[i].n_prompt,
                       (long long)st[i].lcp, (long long)st[i].restore_pos, (long long)st[i].new_tokens,
-                      (long long)st[i].kv_bound, (long long)st[i].passes, (long long)st[i].checkpoints_created);
+                      (long long)st[i].kv_bound, (long long)st[i].passes, (long long)st[i].checkpoints_created,
+                      st[i].images ? ("  image rows " + std::to_string(st[i].image_rows_prefilled) + "/" +
+                                      std::to_string(st[i].image_rows)).c_str()
+                                   : "");
       }
       if (!check_path.empty()) {
         for (size_t i = 0; i < st.size(); ++i) {
@@ -326,6 +367,18 @@ int main(int argc, char** argv) {
           const auto prompt = rec["prompt"].get<std::vector<int32_t>>();
           if (prompt != tokens[i].ids) {
             std::printf("request %zu: the server's prompt tokens differ from the trace's tokenization\n", i + 1);
+            ++mismatches;
+            continue;
+          }
+          std::vector<serve::ImageChunk> logged;
+          if (rec.contains("images"))
+            for (const auto& im : rec["images"])
+              logged.push_back({im["begin"].get<int64_t>(), im["nx"].get<int>(), im["ny"].get<int>(), im["id"].get<uint64_t>()});
+          bool same_images = logged.size() == tokens[i].images.size();
+          for (size_t k = 0; same_images && k < logged.size(); ++k) same_images = logged[k].same_image(tokens[i].images[k]);
+          if (!same_images) {
+            std::printf("request %zu: the server's image chunks differ from the trace's layout (%zu logged, %zu here)\n",
+                        i + 1, logged.size(), tokens[i].images.size());
             ++mismatches;
             continue;
           }

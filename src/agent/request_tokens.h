@@ -13,22 +13,60 @@
 
 #include "agent/prompt_builder.h"
 #include "agent/trace.h"
+#include "serve/prompt.h"
 #include "serve/recorded_request.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
+#include "vision/image_preprocess.h"
+#include "vision/multimodal_prompt.h"
 
 namespace tandem::agent {
 
 struct RequestTokens {
-  std::vector<int32_t> ids;
+  std::vector<int32_t> ids;          // an image's rows hold its placeholder (serve/prompt.h)
   std::vector<int64_t> user_starts;  // first token of every user message (serve::Prompt)
+  std::vector<serve::ImageChunk> images;  // the prompt's images, ascending
 };
+
+// What tandem-server's layout of a request's images depends on (issue 26): the mmproj's patch
+// size and merge (16 and 2 for every Qwen3.5 tower), the server's --image-min-tokens /
+// --image-max-tokens (a request's "image_min_tokens" / "image_max_tokens" override them, as on
+// the server) and its media marker (any string the text does not hold gives the same tokens).
+struct ImageLayout {
+  int patch_size = 16, merge = 2;
+  vision::ImageBudget budget;
+  std::string marker = vision::kDefaultMediaMarker;
+
+  // The preprocessing the server would use for a request with this budget (Engine::image_params).
+  vision::PreprocessParams params(const vision::ImageBudget& request = {}) const;
+};
+// The patch size and merge of an mmproj file (its hyper-parameters only: no weights are read).
+ImageLayout image_layout_from_mmproj(const std::string& path);
 
 // Reads "messages", "tools", "chat_template_kwargs": {"enable_thinking": bool} and
 // "enable_thinking" (llama.cpp's spellings); add_generation_prompt is on. Throws
 // text::ChatTemplateError for a body the template cannot render.
+//
+// A user message whose content holds image parts ({"type": "image_url", "image_url": {"url":
+// "data:image/...;base64,..."}}) is laid out exactly as tandem-server lays it out
+// (http/request_parse.cpp, http/image_request.cpp): its text parts joined with "\n", each image
+// the media marker; the rendered text tokenized around the markers as mtmd does; each image
+// decoded (vision::decode_image) and taking serve::image_chunk(pixels, layout.params(request
+// budget)) rows of its placeholder; user starts found in the tokens. Throws std::invalid_argument
+// (or what decoding throws) for an image the server would refuse.
 RequestTokens tokenize_request(const text::Tokenizer& tok, const text::ChatTemplate& tmpl,
-                               const nlohmann::ordered_json& body);
+                               const nlohmann::ordered_json& body, const ImageLayout& images = {});
+
+// The body of a trace record as tandem-replay sends it: a record with a screenshot (`image`, a
+// path relative to `trace_dir` unless absolute) has the file appended to its last user message as
+// an image_url part (a base64 data: URL after the message's text: the screenshot follows the
+// text prompt, as in the paper's agent). Other records: the body unchanged. Throws TraceError
+// naming the line when the file cannot be read or the record has no user message.
+nlohmann::ordered_json request_body(const TraceRecord& rec, const std::string& trace_dir);
+// The same with the file's bytes given.
+nlohmann::ordered_json with_screenshot(const nlohmann::ordered_json& body, const std::vector<uint8_t>& image_file);
+// True when the body carries image parts.
+bool has_images(const nlohmann::ordered_json& body);
 
 // The request's output limit: "max_tokens", else "n_predict", else "max_completion_tokens";
 // -1 when none is given.
@@ -42,7 +80,8 @@ std::vector<int32_t> expected_output(const text::Tokenizer& tok, const TraceReco
 // The request as the dry run replays it. `sampled` = every token the server sampled (the last one
 // is not fed back through decode, as in the engine).
 serve::RecordedRequest recorded_request(const RequestTokens& t, const std::vector<int32_t>& sampled);
-// The same from one line of a server's --log-requests file: "output", plus what a speculating
+// The same from one line of a server's --log-requests file: "output", the image chunks the
+// server laid out ("images": [{"begin", "nx", "ny", "id"}]; they replace t's), plus what a speculating
 // server logs — "fed_past_output" (tokens fed past the output, serve::GenerationResult) and the
 // per-step draft counts timings.step_drafted / timings.step_accepted. Throws
 // std::invalid_argument naming the field when one is malformed.

@@ -2,13 +2,17 @@
 // model's tokenizer, the token counts of its parts. See docs/agent.md.
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <string>
 
 #include "agent/episode_gen.h"
 #include "agent/request_tokens.h"
+#include "agent/screenshot.h"
 #include "gguf/gguf_file.h"
+#include "serve/request_image.h"
 
 using namespace tandem;
 using namespace tandem::agent;
@@ -30,6 +34,17 @@ void usage() {
                "  --date-first          a date line first\n"
                "  --controls-scale X    scales the list items per screen (default 1)\n"
                "  --max-tokens N        per request (default 16)\n"
+               "screenshot steps (off by default: the text trace):\n"
+               "  --screenshots MODE    off | sparse | all. sparse: a share of screens (--sparse-rate) draw their\n"
+               "                        list on a canvas the accessibility tree does not describe (unlabelled\n"
+               "                        rows), and a step attaches a screenshot when its accessibility data is\n"
+               "                        sparse (at least 3 unlabelled clickable controls); all: every step.\n"
+               "                        A step after a wait sees the same screen (the same PNG). Needs -o\n"
+               "  --sparse-rate P       share of sparse screens (default 0.25)\n"
+               "  --screen-size WxH     screenshot pixels (default 720x1560: 1127 image tokens for a Qwen3.5\n"
+               "                        tower at the default budget; 360x780: 276)\n"
+               "  --screens-dir DIR     where the PNGs go (default: <trace name>-screens beside the trace);\n"
+               "                        the trace's \"image\" field names them relative to the trace\n"
                "  -m MODEL.gguf         measure token counts with this model's tokenizer + chat template\n");
 }
 
@@ -37,7 +52,8 @@ void usage() {
 
 int main(int argc, char** argv) {
   GenOptions opt;
-  std::string out_path, model;
+  std::string out_path, model, screens_dir;
+  std::pair<int, int> screen_size{720, 1560};
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
@@ -57,20 +73,71 @@ int main(int argc, char** argv) {
       else if (a == "--date-first") opt.layout.date_first = true;
       else if (a == "--controls-scale") opt.controls_scale = std::stod(value());
       else if (a == "--max-tokens") opt.request.max_tokens = std::stoll(value());
+      else if (a == "--screenshots") {
+        const std::string m = value();
+        if (m == "off") opt.screenshots = GenOptions::Screenshots::Off;
+        else if (m == "sparse") opt.screenshots = GenOptions::Screenshots::Sparse;
+        else if (m == "all") opt.screenshots = GenOptions::Screenshots::All;
+        else throw std::invalid_argument("--screenshots: off, sparse or all, got \"" + m + "\"");
+      } else if (a == "--sparse-rate") opt.sparse_rate = std::stod(value());
+      else if (a == "--screen-size") screen_size = parse_size(value());
+      else if (a == "--screens-dir") screens_dir = value();
       else if (a == "-m" || a == "--model") model = value();
       else if (a == "-h" || a == "--help") {
         usage();
         return 0;
       } else throw std::invalid_argument("unknown option " + a);
     }
+    if (opt.screenshots != GenOptions::Screenshots::Off && out_path.empty())
+      throw std::invalid_argument("--screenshots needs -o (the PNGs are written beside the trace)");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tandem-gen-trace: %s\n", e.what());
     usage();
     return 2;
   }
   try {
-    const std::vector<GeneratedRequest> gen = generate_trace(opt);
+    std::vector<GeneratedRequest> gen = generate_trace(opt);
     std::vector<TraceRecord> records;
+    namespace fs = std::filesystem;
+    size_t n_shots = 0, n_files = 0, png_bytes = 0;
+    std::pair<int, int> shot_size{0, 0};
+    if (opt.screenshots != GenOptions::Screenshots::Off) {
+      const fs::path trace_dir = fs::path(out_path).parent_path();
+      const fs::path dir = screens_dir.empty() ? trace_dir / (fs::path(out_path).stem().string() + "-screens") : fs::path(screens_dir);
+      fs::create_directories(dir);
+      vision::RgbImage prev;
+      std::string prev_name;
+      int single = 0;
+      for (auto& g : gen) {
+        if (g.record.episode.empty()) ++single;
+        if (!g.screenshot) continue;
+        ScreenStyle st;
+        st.width = screen_size.first;
+        st.height = screen_size.second;
+        st.app = g.record.app;
+        st.clock = g.clock;
+        vision::RgbImage img = render_screen(g.screen, st);
+        const std::string name = g.record.episode.empty() ? "s" + std::to_string(single) + ".png"
+                                                          : g.record.episode + "-" + std::to_string(g.record.step) + ".png";
+        fs::path file = dir / name;
+        if (!prev_name.empty() && img.rgb == prev.rgb) {
+          file = prev_name;  // an unchanged screen: the same file
+        } else {
+          const std::vector<uint8_t> png = encode_png(img);
+          std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(png.data()), static_cast<std::streamsize>(png.size()));
+          png_bytes += png.size();
+          ++n_files;
+          prev = std::move(img);
+          prev_name = file.string();
+        }
+        g.record.image = fs::relative(file, trace_dir.empty() ? fs::path(".") : trace_dir).generic_string();
+        ++n_shots;
+      }
+      shot_size = screen_size;
+      std::fprintf(stderr, "%zu screenshot steps, %zu PNGs (%dx%d, %.1f KiB each on average) in %s\n", n_shots, n_files,
+                   shot_size.first, shot_size.second, n_files ? png_bytes / 1024.0 / static_cast<double>(n_files) : 0.0,
+                   dir.string().c_str());
+    }
     for (const auto& g : gen) records.push_back(g.record);
     if (out_path.empty()) write_trace(std::cout, records);
     else write_trace(out_path, records);
@@ -96,6 +163,19 @@ int main(int argc, char** argv) {
                  text::chat_template_family_name(tmpl.family()));
     for (const auto& [k, v] : sum) std::fprintf(stderr, "  %-13s %7.1f\n", k.c_str(), v / n);
     std::fprintf(stderr, "  %-13s %7.1f\n", "total", total / n);
+    if (n_shots) {
+      vision::RgbImage blank;
+      blank.width = shot_size.first;
+      blank.height = shot_size.second;
+      blank.rgb.assign(static_cast<size_t>(blank.width) * blank.height * 3, 0);
+      for (int budget : {-1, 1127, 256}) {
+        ImageLayout l;
+        l.budget.max_tokens = budget;
+        const auto c = serve::image_chunk(blank, l.params());
+        std::fprintf(stderr, "  a screenshot at --image-max-tokens %d: %d x %d = %lld image rows (patch 16, merge 2)\n",
+                     budget, c.nx, c.ny, static_cast<long long>(c.rows()));
+      }
+    }
     // Shared prefix of all prompts, and where consecutive prompts diverge.
     auto lcp = [](const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
       size_t i = 0;

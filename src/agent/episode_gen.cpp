@@ -347,7 +347,22 @@ std::string date_at(const std::string& base, int64_t minutes) {
   return b;
 }
 
+// A screen whose list is drawn on a canvas: the rows stay clickable, without their content.
+json strip_list_content(json tree) {
+  if (!tree.contains("children")) return tree;
+  for (json& kid : tree["children"])
+    if (kid.value("resource_id", "") == "list" && kid.contains("children"))
+      for (json& row : kid["children"]) row.erase("children");
+  return tree;
+}
+
 }  // namespace
+
+bool screen_is_sparse(const std::vector<Control>& controls) {
+  int unlabelled = 0;
+  for (const Control& c : controls) unlabelled += c.clickable && !c.checkable && !c.editable && c.text.empty();
+  return unlabelled >= 3;
+}
 
 std::vector<std::string> generator_apps() {
   std::vector<std::string> out;
@@ -360,16 +375,28 @@ std::vector<GeneratedRequest> generate_trace(const GenOptions& opt) {
   if (opt.single_screens < 0 || opt.single_screens > static_cast<int>(all.size()))
     throw std::invalid_argument("single screens: 0.." + std::to_string(all.size()) + " (one per app)");
   if (opt.episodes < 0 || opt.steps < 1) throw std::invalid_argument("episodes >= 0 and steps >= 1");
+  if (!(opt.sparse_rate >= 0 && opt.sparse_rate <= 1)) throw std::invalid_argument("sparse rate: 0..1");
   std::mt19937_64 rng(opt.seed);
+  // Screenshots draw from their own stream: which screens are sparse.
+  std::mt19937_64 shot_rng(opt.seed ^ 0x5c4ee45407a11ull);
+  const bool shots = opt.screenshots != GenOptions::Screenshots::Off;
   std::vector<GeneratedRequest> out;
   int64_t minutes = 0;
+  // The full screen (what a screenshot draws) -> the accessibility tree the agent reads.
+  auto observe = [&](const json& full, bool sparse) { return sparse ? strip_list_content(full) : full; };
   auto emit = [&](const App& app, const std::string& task, json tree, const std::vector<HistoryEntry>& history,
-                  const std::string& episode, int64_t step, const std::optional<Action>& expected) {
+                  const std::string& episode, int64_t step, const std::optional<Action>& expected, const json& full,
+                  const std::string& clock) {
     GeneratedRequest g;
     g.observation.app = app.name;
     g.observation.task = task;
     g.observation.tree = std::move(tree);
     g.observation.date = date_at(opt.date, minutes);
+    if (shots) {
+      g.screen = full;
+      g.clock = clock.empty() ? g.observation.date.substr(g.observation.date.size() - 5) : clock;
+      g.screenshot = opt.screenshots == GenOptions::Screenshots::All || screen_is_sparse(flatten_controls(g.observation.tree));
+    }
     minutes += uniform(rng, 0, 2);
     g.history = history;
     const BuiltPrompt p = build_prompt(g.observation, history, opt.layout);
@@ -394,11 +421,12 @@ std::vector<GeneratedRequest> generate_trace(const GenOptions& opt) {
     std::vector<HistoryEntry> history;
     const int n_hist = uniform(rng, 0, 3);
     for (int k = 0; k < n_hist; ++k) history.push_back(random_past_action(app, rng));
-    json tree = screen(app, rng, uniform(rng, 0, 2), opt.controls_scale);
+    const json full = screen(app, rng, uniform(rng, 0, 2), opt.controls_scale);
+    json tree = shots ? observe(full, chance(shot_rng, opt.sparse_rate)) : full;
     const std::vector<Control> controls = flatten_controls(tree);
     bool typed = n_hist > 0 && history.back().action.kind == ActionKind::Input;
     const HistoryEntry next = choose_action(controls, app, app.queries[0], std::min(n_hist, 3), 99, typed, rng);
-    emit(app, task, std::move(tree), history, "", -1, next.action);
+    emit(app, task, std::move(tree), history, "", -1, next.action, full, "");
   }
 
   // Episodes: distinct apps, a task each, `steps` sequential screens.
@@ -414,11 +442,22 @@ std::vector<GeneratedRequest> generate_trace(const GenOptions& opt) {
     std::vector<HistoryEntry> history;
     bool typed = false;
     minutes += uniform(rng, 3, 30);  // between tasks the phone idles
+    json full;
+    bool sparse = false;
+    std::string clock;
     for (int s = 0; s < opt.steps; ++s) {
-      json tree = screen(app, rng, std::min(s, 2), opt.controls_scale);
+      // With screenshots, a wait leaves the screen (and the status bar's clock) as it was.
+      const bool same = shots && s > 0 && history.back().action.kind == ActionKind::Wait;
+      if (!same) {
+        full = screen(app, rng, std::min(s, 2), opt.controls_scale);
+        if (shots) sparse = chance(shot_rng, opt.sparse_rate);
+        clock.clear();
+      }
+      json tree = shots ? observe(full, sparse) : full;
       const std::vector<Control> controls = flatten_controls(tree);
       const HistoryEntry next = choose_action(controls, app, query, s, opt.steps - 1, typed, rng);
-      emit(app, task, std::move(tree), history, episode, s + 1, next.action);
+      emit(app, task, std::move(tree), history, episode, s + 1, next.action, full, clock);
+      clock = out.back().clock;
       history.push_back(next);
     }
   }

@@ -23,13 +23,30 @@ struct GenOptions {
   RequestOptions request;
   double controls_scale = 1.0;  // scales the number of list items per screen
   std::string date = "2026-08-14 09:30";  // first date line (date_first layouts), advances per step
+  // Screenshot steps (issue 26; off by default: the trace is then the text trace above).
+  // Sparse: a share `sparse_rate` of screens draw their list on a canvas the accessibility tree
+  // does not describe (the rows stay clickable, unlabelled), and a step attaches a screenshot when
+  // its accessibility data is sparse (screen_is_sparse). All: every step attaches one. With
+  // screenshots on, a step after a "wait" sees the same screen again (an unchanged screenshot).
+  enum class Screenshots { Off, Sparse, All };
+  Screenshots screenshots = Screenshots::Off;
+  double sparse_rate = 0.25;
 };
+
+// The agent's rule for attaching a screenshot: at least 3 clickable controls carry no text and
+// no description (a switch or a text field does not count: its row or its hint says what it is).
+bool screen_is_sparse(const std::vector<Control>& controls);
 
 struct GeneratedRequest {
   TraceRecord record;
   std::vector<PromptSection> sections;  // byte ranges in the user message
   Observation observation;
   std::vector<HistoryEntry> history;
+  // With screenshots on: whether this step attaches one, the full screen it draws (a sparse
+  // screen's tree lacks what the screenshot shows) and the status bar's clock.
+  bool screenshot = false;
+  nlohmann::json screen;
+  std::string clock;
 };
 
 std::vector<GeneratedRequest> generate_trace(const GenOptions& opt);

@@ -18,6 +18,10 @@
 // it with "response_format" {"type": "json_schema", "json_schema": {"name": "action", "schema":
 // <FILE>, "strict": true}}, Tandem's "tandem": {"json_whitespace": "compact"} and max_tokens
 // --action-max-tokens. Every answer of every configuration is checked with agent::parse_action.
+// Screenshot steps (issue 26): a record with an "image" (a PNG beside the trace) is sent with the
+// file as an image_url part (a base64 data: URL) after its text; the encoder's ms, the image rows
+// and the encoder cache's hits are recorded per step, and the summary and the plots show text and
+// screenshot steps apart (DIR/screenshots.png: encoder ms and image rows per screenshot step).
 // Writes DIR/steps.csv, DIR/answers.jsonl, DIR/summary.md and, with gnuplot, DIR/latency.png and
 // DIR/tokens.png. Exits 3 (after writing them) when an answer of a constrained configuration does
 // not parse.
@@ -227,6 +231,10 @@ struct Row {
   int64_t drafts_proposed = -1, drafts_accepted = -1, drafts_forced = -1, drafts_forced_accepted = -1, drafts_mtp = -1,
           verify_passes = -1;
   double grammar_ms = -1;
+  // Screenshot steps: the image rows, those prefilled, encoder runs and cache hits, the encoder's ms.
+  bool screenshot = false;
+  int64_t images = -1, image_rows = -1, image_rows_prefilled = -1, images_encoded = -1, encoder_cache_hits = -1;
+  double encoder_ms = 0;
   // Trunk passes on the decode side: one per emitted token, less the drafts accepted with it
   // (a verify pass emits its accepted drafts plus one token).
   int64_t decode_passes() const {
@@ -373,6 +381,13 @@ int main(int argc, char** argv) {
     std::vector<TraceRecord> trace = read_trace(trace_path);
     if (limit && trace.size() > limit) trace.resize(limit);
     fs::create_directories(out_dir);
+    // The bodies as sent: screenshots read from beside the trace, as base64 image_url parts.
+    std::vector<ojson> bodies;
+    bool any_screenshot = false;
+    for (const TraceRecord& r : trace) {
+      bodies.push_back(request_body(r, fs::path(trace_path).parent_path().string()));
+      any_screenshot = any_screenshot || !r.image.empty();
+    }
 
     // Local token streams, for the KV bound of servers that do not report it (llama.cpp):
     // N - LCP(previous prompt, this prompt).
@@ -387,7 +402,12 @@ int main(int argc, char** argv) {
       }
       std::vector<int32_t> prev;
       for (size_t i = 0; i < trace.size(); ++i) {
-        const auto ids = tokenize_request(*tok, tmpl, trace[i].body).ids;
+        std::vector<int32_t> ids;
+        try {  // a screenshot's rows at the default budget (the servers that report it are not asked)
+          ids = tokenize_request(*tok, tmpl, bodies[i]).ids;
+        } catch (const std::exception&) {
+          ids = tokenize_request(*tok, tmpl, trace[i].body).ids;
+        }
         size_t l = 0;
         while (l < ids.size() && l < prev.size() && ids[l] == prev[l]) ++l;
         local_kv_bound[i] = static_cast<int64_t>(ids.size() - l);
@@ -419,7 +439,7 @@ int main(int argc, char** argv) {
         cli.set_write_timeout(timeout_s, 0);
         for (size_t i = 0; i < trace.size(); ++i) {
           progress(label, i, trace.size());
-          ojson body = trace[i].body;
+          ojson body = bodies[i];
           body["stream"] = false;
           if (cfg.constrained()) {
             body["response_format"] = ojson{{"type", "json_schema"},
@@ -463,6 +483,13 @@ int main(int argc, char** argv) {
           r.drafts_mtp = geti(t, "drafts_mtp");
           r.verify_passes = geti(t, "verify_passes");
           r.grammar_ms = t.contains("grammar_ms") && t["grammar_ms"].is_number() ? t["grammar_ms"].get<double>() : -1;
+          r.screenshot = !trace[i].image.empty();
+          r.images = geti(t, "images");
+          r.image_rows = geti(t, "image_rows");
+          r.image_rows_prefilled = geti(t, "image_rows_prefilled");
+          r.images_encoded = geti(t, "images_encoded");
+          r.encoder_cache_hits = geti(t, "encoder_cache_hits");
+          r.encoder_ms = getd(t, "encoder_ms");
           if (j.contains("choices") && j["choices"].is_array() && !j["choices"].empty()) {
             const ojson& ch = j["choices"][0];
             if (ch.contains("finish_reason") && ch["finish_reason"].is_string()) r.finish_reason = ch["finish_reason"].get<std::string>();
@@ -485,7 +512,8 @@ int main(int argc, char** argv) {
       std::ofstream csv(out_dir + "/steps.csv");
       csv << "config,run,request,episode,step,latency_ms,prompt_ms,predicted_ms,n_prompt,cache_n,new_tokens,kv_bound,"
              "passes,checkpoints_created,checkpoints_restored,predicted_n,finish_reason,parsed,decode_passes,"
-             "drafts_proposed,drafts_accepted,drafts_forced,drafts_forced_accepted,drafts_mtp,verify_passes,grammar_ms\n";
+             "drafts_proposed,drafts_accepted,drafts_forced,drafts_forced_accepted,drafts_mtp,verify_passes,grammar_ms,"
+             "screenshot,images,image_rows,image_rows_prefilled,images_encoded,encoder_cache_hits,encoder_ms\n";
       for (const Row& r : rows)
         csv << '"' << r.config << "\"," << r.run << ',' << r.request << ',' << r.episode << ',' << r.step << ','
             << fmt(r.latency_ms, 2) << ',' << fmt(r.prompt_ms, 2) << ',' << fmt(r.predicted_ms, 2) << ',' << r.n_prompt
@@ -493,7 +521,9 @@ int main(int argc, char** argv) {
             << r.restored << ',' << r.predicted_n << ',' << r.finish_reason << ',' << (r.parsed ? 1 : 0) << ','
             << r.decode_passes() << ',' << r.drafts_proposed << ',' << r.drafts_accepted << ',' << r.drafts_forced << ','
             << r.drafts_forced_accepted << ',' << r.drafts_mtp << ',' << r.verify_passes << ','
-            << (r.grammar_ms < 0 ? std::string("-1") : fmt(r.grammar_ms, 3)) << '\n';
+            << (r.grammar_ms < 0 ? std::string("-1") : fmt(r.grammar_ms, 3)) << ',' << (r.screenshot ? 1 : 0) << ','
+            << r.images << ',' << r.image_rows << ',' << r.image_rows_prefilled << ',' << r.images_encoded << ','
+            << r.encoder_cache_hits << ',' << fmt(r.encoder_ms, 2) << '\n';
     }
     // answers.jsonl: every answer, and why it does not parse.
     {
@@ -510,23 +540,52 @@ int main(int argc, char** argv) {
     std::string md = "| configuration | runs | step ms | prompt ms | decode ms | new prompt tokens (N-R) | KV bound (N-L) | passes | checkpoints created / run |\n"
                      "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     auto mean_or_dash = [](double s, size_t n, int prec) { return n ? fmt(s / static_cast<double>(n), prec) : std::string("-"); };
-    for (const Config& cfg : configs) {
+    // With screenshot steps: a row for all steps, then text steps and screenshot steps apart.
+    std::vector<std::pair<std::string, int>> kinds = {{"", -1}};
+    if (any_screenshot) kinds = {{"", -1}, {" (text steps)", 0}, {" (screenshot steps)", 1}};
+    for (const Config& cfg : configs)
+      for (const auto& [kind_label, kind] : kinds) {
       double lat = 0, pms = 0, dms = 0, nt = 0, kv = 0, ps = 0, cr = 0;
       size_t n = 0, n_kv = 0, n_ps = 0, n_cr = 0;
       for (const Row& r : rows) {
         if (r.config != cfg.name) continue;
+        if (kind >= 0 && r.screenshot != (kind == 1)) continue;
         if (r.created >= 0) cr += static_cast<double>(r.created), ++n_cr;
         if (r.request < 2) continue;
         lat += r.latency_ms, pms += r.prompt_ms, dms += r.predicted_ms, nt += static_cast<double>(r.new_tokens), ++n;
         if (r.kv_bound >= 0) kv += static_cast<double>(r.kv_bound), ++n_kv;
         if (r.passes >= 0) ps += static_cast<double>(r.passes), ++n_ps;
       }
-      md += "| " + cfg.name + " | " + std::to_string(runs) + " | " + mean_or_dash(lat, n, 1) + " | " + mean_or_dash(pms, n, 1) +
+      md += "| " + cfg.name + kind_label + " | " + std::to_string(runs) + " | " + mean_or_dash(lat, n, 1) + " | " + mean_or_dash(pms, n, 1) +
             " | " + mean_or_dash(dms, n, 1) + " | " + mean_or_dash(nt, n, 1) + " | " + mean_or_dash(kv, n_kv, 1) + " | " +
             mean_or_dash(ps, n_ps, 2) + " | " + (n_cr ? fmt(cr / runs, 1) : std::string("-")) + " |\n";
     }
     md = "Means over requests 2.." + std::to_string(trace.size()) + " of " + trace_path + " (" + std::to_string(runs) +
          " run(s) per configuration, alternating).\n\n" + md;
+    if (any_screenshot) {
+      md += "\nScreenshot steps (means over the screenshot steps among requests 2..n, every run):\n\n"
+            "| configuration | steps | step ms | prompt ms | encoder ms | image rows | image rows prefilled | images encoded | "
+            "encoder cache hits | new prompt rows (N-R) | passes |\n"
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      for (const Config& cfg : configs) {
+        double lat = 0, pms = 0, enc = 0, rws = 0, pre = 0, encd = 0, hits = 0, nt = 0, ps = 0;
+        size_t n = 0;
+        for (const Row& r : rows) {
+          if (r.config != cfg.name || !r.screenshot || r.request < 2) continue;
+          ++n;
+          lat += r.latency_ms, pms += r.prompt_ms, enc += r.encoder_ms, nt += static_cast<double>(r.new_tokens);
+          rws += static_cast<double>(std::max<int64_t>(r.image_rows, 0));
+          pre += static_cast<double>(std::max<int64_t>(r.image_rows_prefilled, 0));
+          encd += static_cast<double>(std::max<int64_t>(r.images_encoded, 0));
+          hits += static_cast<double>(std::max<int64_t>(r.encoder_cache_hits, 0));
+          ps += static_cast<double>(std::max<int64_t>(r.passes, 0));
+        }
+        md += "| " + cfg.name + " | " + std::to_string(n / static_cast<size_t>(runs)) + " | " + mean_or_dash(lat, n, 1) + " | " +
+              mean_or_dash(pms, n, 1) + " | " + mean_or_dash(enc, n, 1) + " | " + mean_or_dash(rws, n, 1) + " | " +
+              mean_or_dash(pre, n, 1) + " | " + mean_or_dash(encd, n, 2) + " | " + mean_or_dash(hits, n, 2) + " | " +
+              mean_or_dash(nt, n, 1) + " | " + mean_or_dash(ps, n, 2) + " |\n";
+      }
+    }
     md += "\n" + actions_table(configs, rows);
     std::ofstream(out_dir + "/summary.md") << md;
     std::printf("%s", md.c_str());
@@ -538,29 +597,58 @@ int main(int argc, char** argv) {
       for (const Config& cfg : configs) {
         d << "# " << cfg.name << "\n";
         for (size_t i = 1; i <= trace.size(); ++i) {
-          double lat = 0, nt = 0, kv = -1;
+          double lat = 0, nt = 0, kv = -1, enc = 0, pre = 0;
           int n = 0;
           for (const Row& r : rows)
-            if (r.config == cfg.name && r.request == i) lat += r.latency_ms, nt += static_cast<double>(r.new_tokens), kv = static_cast<double>(r.kv_bound), ++n;
-          if (n) d << i << ' ' << lat / n << ' ' << nt / n << ' ' << kv << '\n';
+            if (r.config == cfg.name && r.request == i) {
+              lat += r.latency_ms, nt += static_cast<double>(r.new_tokens), kv = static_cast<double>(r.kv_bound), ++n;
+              enc += r.encoder_ms, pre += static_cast<double>(std::max<int64_t>(r.image_rows_prefilled, 0));
+            }
+          // columns: request, step ms, N-R, KV bound, screenshot step (0/1), encoder ms, image rows prefilled
+          if (n) d << i << ' ' << lat / n << ' ' << nt / n << ' ' << kv << ' ' << (trace[i - 1].image.empty() ? 0 : 1) << ' '
+                   << enc / n << ' ' << pre / n << '\n';
         }
         d << "\n\n";
       }
     }
     std::string gp = "set terminal pngcairo size 1100,500 noenhanced\nset key outside right\nset grid\n";
     gp += "set output '" + out_dir + "/latency.png'\nset title 'Step latency by configuration'\nset xlabel 'request'\nset ylabel 'ms'\nplot ";
-    for (size_t c = 0; c < configs.size(); ++c)
-      gp += std::string(c ? ", " : "") + "'" + dat + "' index " + std::to_string(c) + " using 1:2 with linespoints title '" + configs[c].name + "'";
+    for (size_t c = 0; c < configs.size(); ++c) {
+      if (!any_screenshot) {
+        gp += std::string(c ? ", " : "") + "'" + dat + "' index " + std::to_string(c) + " using 1:2 with linespoints title '" + configs[c].name + "'";
+        continue;
+      }
+      // Text steps as lines, screenshot steps as filled points of the same colour.
+      const std::string lc = " lc " + std::to_string(c + 1);
+      gp += std::string(c ? ", " : "") + "'" + dat + "' index " + std::to_string(c) + " using 1:($5 == 0 ? $2 : 1/0) with linespoints" + lc +
+            " pt 6 title '" + configs[c].name + " text'";
+      gp += ", '" + dat + "' index " + std::to_string(c) + " using 1:($5 == 1 ? $2 : 1/0) with points" + lc + " pt 7 ps 1.5 title '" +
+            configs[c].name + " screenshot'";
+    }
     gp += "\nset output '" + out_dir + "/tokens.png'\nset title 'New prompt tokens (N-R) vs KV bound (N-L)'\nset ylabel 'tokens'\nplot ";
     for (size_t c = 0; c < configs.size(); ++c)
       gp += std::string(c ? ", " : "") + "'" + dat + "' index " + std::to_string(c) + " using 1:3 with linespoints title '" + configs[c].name + " N-R'";
     gp += ", '" + dat + "' index 0 using 1:($4 >= 0 ? $4 : 1/0) with lines dt 2 lw 2 title 'KV bound N-L'\n";
+    if (any_screenshot) {
+      gp += "set output '" + out_dir + "/screenshots.png'\nset multiplot layout 2,1 title 'Screenshot steps'\n"
+            "set title 'Encoder ms (0: the encoder cache had the screen, or the image was reused)'\nset ylabel 'ms'\nplot ";
+      for (size_t c = 0; c < configs.size(); ++c)
+        gp += std::string(c ? ", " : "") + "'" + dat + "' index " + std::to_string(c) + " using 1:($5 == 1 ? $6 : 1/0) with points pt 7 title '" +
+              configs[c].name + "'";
+      gp += "\nset title 'Image rows prefilled'\nset ylabel 'rows'\nplot ";
+      for (size_t c = 0; c < configs.size(); ++c)
+        gp += std::string(c ? ", " : "") + "'" + dat + "' index " + std::to_string(c) + " using 1:($5 == 1 ? $7 : 1/0) with points pt 7 title '" +
+              configs[c].name + "'";
+      gp += "\nunset multiplot\n";
+    }
     const std::string gp_path = out_dir + "/plots.gp";
     std::ofstream(gp_path) << gp;
     if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {
       // pngcairo may be missing in minimal builds: fall back to the png terminal.
       std::string cmd = "gnuplot '" + gp_path + "' 2>/dev/null || (sed -i 's/pngcairo/png/' '" + gp_path + "' && gnuplot '" + gp_path + "')";
-      if (std::system(cmd.c_str()) == 0) std::fprintf(stderr, "plots: %s/latency.png %s/tokens.png\n", out_dir.c_str(), out_dir.c_str());
+      if (std::system(cmd.c_str()) == 0)
+        std::fprintf(stderr, "plots: %s/latency.png %s/tokens.png%s\n", out_dir.c_str(), out_dir.c_str(),
+                     any_screenshot ? (" " + out_dir + "/screenshots.png").c_str() : "");
       else std::fprintf(stderr, "tandem-replay: gnuplot failed (script: %s)\n", gp_path.c_str());
     } else {
       std::fprintf(stderr, "tandem-replay: gnuplot not found; plot script left in %s (Debian: gnuplot-nox)\n", gp_path.c_str());

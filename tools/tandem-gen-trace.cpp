@@ -39,8 +39,10 @@ void usage() {
                "                        list on a canvas the accessibility tree does not describe (unlabelled\n"
                "                        rows), and a step attaches a screenshot when its accessibility data is\n"
                "                        sparse (at least 3 unlabelled clickable controls); all: every step.\n"
-               "                        A step after a wait sees the same screen (the same PNG). Needs -o\n"
+               "                        An unchanged screen is the same PNG. Needs -o\n"
                "  --sparse-rate P       share of sparse screens (default 0.25)\n"
+               "  --unchanged-rate P    share of episode steps whose screen did not change after the last action\n"
+               "                        (still loading; always after a wait): the same screenshot (default 0.15)\n"
                "  --screen-size WxH     screenshot pixels (default 720x1560: 1127 image tokens for a Qwen3.5\n"
                "                        tower at the default budget; 360x780: 276)\n"
                "  --screens-dir DIR     where the PNGs go (default: <trace name>-screens beside the trace);\n"
@@ -80,6 +82,7 @@ int main(int argc, char** argv) {
         else if (m == "all") opt.screenshots = GenOptions::Screenshots::All;
         else throw std::invalid_argument("--screenshots: off, sparse or all, got \"" + m + "\"");
       } else if (a == "--sparse-rate") opt.sparse_rate = std::stod(value());
+      else if (a == "--unchanged-rate") opt.unchanged_rate = std::stod(value());
       else if (a == "--screen-size") screen_size = parse_size(value());
       else if (a == "--screens-dir") screens_dir = value();
       else if (a == "-m" || a == "--model") model = value();

@@ -358,11 +358,29 @@ json strip_list_content(json tree) {
 
 }  // namespace
 
-bool screen_is_sparse(const std::vector<Control>& controls) {
-  int unlabelled = 0;
-  for (const Control& c : controls) unlabelled += c.clickable && !c.checkable && !c.editable && c.text.empty();
-  return unlabelled >= 3;
+namespace {
+bool has_label(const json& n) {
+  for (const char* k : {"text", "content_desc"})
+    if (n.contains(k) && n[k].is_string() && !n[k].get_ref<const std::string&>().empty()) return true;
+  if (n.contains("children") && n["children"].is_array())
+    for (const json& c : n["children"])
+      if (has_label(c)) return true;
+  return false;
 }
+int unlabelled_clickables(const json& n) {
+  if (n.is_array()) {
+    int k = 0;
+    for (const json& c : n) k += unlabelled_clickables(c);
+    return k;
+  }
+  if (!n.is_object()) return 0;
+  int k = n.value("clickable", false) && !n.value("checkable", false) && !n.value("editable", false) && !has_label(n);
+  if (n.contains("children")) k += unlabelled_clickables(n["children"]);
+  return k;
+}
+}  // namespace
+
+bool screen_is_sparse(const json& tree) { return unlabelled_clickables(tree) >= 3; }
 
 std::vector<std::string> generator_apps() {
   std::vector<std::string> out;
@@ -376,6 +394,7 @@ std::vector<GeneratedRequest> generate_trace(const GenOptions& opt) {
     throw std::invalid_argument("single screens: 0.." + std::to_string(all.size()) + " (one per app)");
   if (opt.episodes < 0 || opt.steps < 1) throw std::invalid_argument("episodes >= 0 and steps >= 1");
   if (!(opt.sparse_rate >= 0 && opt.sparse_rate <= 1)) throw std::invalid_argument("sparse rate: 0..1");
+  if (!(opt.unchanged_rate >= 0 && opt.unchanged_rate <= 1)) throw std::invalid_argument("unchanged rate: 0..1");
   std::mt19937_64 rng(opt.seed);
   // Screenshots draw from their own stream: which screens are sparse.
   std::mt19937_64 shot_rng(opt.seed ^ 0x5c4ee45407a11ull);
@@ -395,7 +414,7 @@ std::vector<GeneratedRequest> generate_trace(const GenOptions& opt) {
     if (shots) {
       g.screen = full;
       g.clock = clock.empty() ? g.observation.date.substr(g.observation.date.size() - 5) : clock;
-      g.screenshot = opt.screenshots == GenOptions::Screenshots::All || screen_is_sparse(flatten_controls(g.observation.tree));
+      g.screenshot = opt.screenshots == GenOptions::Screenshots::All || screen_is_sparse(g.observation.tree);
     }
     minutes += uniform(rng, 0, 2);
     g.history = history;
@@ -446,8 +465,10 @@ std::vector<GeneratedRequest> generate_trace(const GenOptions& opt) {
     bool sparse = false;
     std::string clock;
     for (int s = 0; s < opt.steps; ++s) {
-      // With screenshots, a wait leaves the screen (and the status bar's clock) as it was.
-      const bool same = shots && s > 0 && history.back().action.kind == ActionKind::Wait;
+      // With screenshots, a wait leaves the screen (and the status bar's clock) as it was, and so
+      // does any other action now and then (the app still loading).
+      const bool same = shots && s > 0 &&
+                        (history.back().action.kind == ActionKind::Wait || chance(shot_rng, opt.unchanged_rate));
       if (!same) {
         full = screen(app, rng, std::min(s, 2), opt.controls_scale);
         if (shots) sparse = chance(shot_rng, opt.sparse_rate);

@@ -27,15 +27,19 @@ struct GenOptions {
   // Sparse: a share `sparse_rate` of screens draw their list on a canvas the accessibility tree
   // does not describe (the rows stay clickable, unlabelled), and a step attaches a screenshot when
   // its accessibility data is sparse (screen_is_sparse). All: every step attaches one. With
-  // screenshots on, a step after a "wait" sees the same screen again (an unchanged screenshot).
+  // screenshots on, a step after a "wait", and with probability `unchanged_rate` a step after any
+  // other action (the app still loading, a tap with no effect), sees the same screen again: the
+  // same screenshot, which the server's encoder cache recognises.
   enum class Screenshots { Off, Sparse, All };
   Screenshots screenshots = Screenshots::Off;
   double sparse_rate = 0.25;
+  double unchanged_rate = 0.15;
 };
 
-// The agent's rule for attaching a screenshot: at least 3 clickable controls carry no text and
-// no description (a switch or a text field does not count: its row or its hint says what it is).
-bool screen_is_sparse(const std::vector<Control>& controls);
+// The agent's rule for attaching a screenshot: at least 3 clickable nodes of the accessibility
+// tree say nothing about themselves — no text and no description in their subtree (a switch or a
+// text field does not count: its row or its hint says what it is).
+bool screen_is_sparse(const nlohmann::json& tree);
 
 struct GeneratedRequest {
   TraceRecord record;

@@ -340,6 +340,34 @@ int main(int argc, char** argv) {
     int mismatches = 0;
     for (const ServeSettings& s : configs) {
       const std::vector<RequestTokens>& tokens = tokens_for(s);
+      if (!check_path.empty()) {
+        // The token streams and image chunks first: counts compare only over the same prompts.
+        for (size_t i = 0; i < tokens.size(); ++i) {
+          const ojson& rec = log[i];
+          if (!rec.contains("prompt") || rec["prompt"].get<std::vector<int32_t>>() != tokens[i].ids) {
+            std::printf("request %zu: the server's prompt tokens differ from the trace's tokenization%s\n", i + 1,
+                        tokens[i].images.empty() ? "" : " (with images: is the server's --mmproj's patch/merge given "
+                                                        "with --mmproj, and its image budget in --config?)");
+            ++mismatches;
+            continue;
+          }
+          std::vector<serve::ImageChunk> logged;
+          if (rec.contains("images"))
+            for (const auto& im : rec["images"])
+              logged.push_back({im["begin"].get<int64_t>(), im["nx"].get<int>(), im["ny"].get<int>(), im["id"].get<uint64_t>()});
+          bool same_images = logged.size() == tokens[i].images.size();
+          for (size_t k = 0; same_images && k < logged.size(); ++k) same_images = logged[k].same_image(tokens[i].images[k]);
+          if (!same_images) {
+            std::printf("request %zu: the server's image chunks differ from the trace's layout (%zu logged, %zu here)\n",
+                        i + 1, logged.size(), tokens[i].images.size());
+            ++mismatches;
+          }
+        }
+        if (mismatches) {
+          std::printf("MISMATCH: %d of %zu requests have other prompts than the server's\n", mismatches, tokens.size());
+          return 1;
+        }
+      }
       const std::vector<serve::RequestStats> st = simulate(recorded_for(s), s, m.hp);
       const Summary x = summarize(st, cost.get());
       std::printf("| %s | %.1f | %.1f | %.2f | %.0f | %.0f |", s.name.c_str(), x.new_tokens, x.kv_bound, x.passes, x.created,
@@ -364,24 +392,6 @@ int main(int argc, char** argv) {
       if (!check_path.empty()) {
         for (size_t i = 0; i < st.size(); ++i) {
           const ojson& rec = log[i];
-          const auto prompt = rec["prompt"].get<std::vector<int32_t>>();
-          if (prompt != tokens[i].ids) {
-            std::printf("request %zu: the server's prompt tokens differ from the trace's tokenization\n", i + 1);
-            ++mismatches;
-            continue;
-          }
-          std::vector<serve::ImageChunk> logged;
-          if (rec.contains("images"))
-            for (const auto& im : rec["images"])
-              logged.push_back({im["begin"].get<int64_t>(), im["nx"].get<int>(), im["ny"].get<int>(), im["id"].get<uint64_t>()});
-          bool same_images = logged.size() == tokens[i].images.size();
-          for (size_t k = 0; same_images && k < logged.size(); ++k) same_images = logged[k].same_image(tokens[i].images[k]);
-          if (!same_images) {
-            std::printf("request %zu: the server's image chunks differ from the trace's layout (%zu logged, %zu here)\n",
-                        i + 1, logged.size(), tokens[i].images.size());
-            ++mismatches;
-            continue;
-          }
           serve::RequestStats server = nlohmann::json::parse(rec["timings"].dump()).get<serve::RequestStats>();
           if (!st[i].same_counts(server)) {
             std::printf("request %zu: server N-R %lld passes %lld | sim N-R %lld passes %lld (and other counts)\n", i + 1,

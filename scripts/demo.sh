@@ -15,9 +15,16 @@
 #      (constrained), without the forced drafts (constrained_noforced) and without speculation
 #      (constrained_nospec); the table shows parsed answers, decode passes and ms per action and the
 #      step time of each. Fails (after the checks) if a constrained answer does not parse.
+#   7. screenshot steps (issue 26): a random-weight Qwen3.5-0.8B vision tower (mmproj, F16), a
+#      short trace whose sparse screens attach synthetic screenshots (PNG beside the trace), replayed
+#      under stock (no encoder cache, as llama.cpp), Tandem (divergence + consolidation, no encoder
+#      cache) and Tandem with the encoder cache, at --image-max-tokens ${IMAGE_MAX_TOKENS:-128}
+#      (a 720x1560 screen at 1127 tokens takes ~16 s to encode on 2 cores); text and screenshot
+#      steps reported apart, and every logged request checked against the replay model.
 # Everything lands in build/demo/. Environment: BUILD (build directory, default build), JOBS (build
 # jobs, default 2), RUNS (replay runs per configuration, default 1), THREADS (server compute
-# threads, default: one per physical core).
+# threads, default: one per physical core), IMAGE_MAX_TOKENS (the screenshot steps' image budget,
+# default 128), SCREENSHOTS=0 (skip step 7).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -89,8 +96,38 @@ for run in $(seq 1 "${RUNS:-1}"); do
   "$b"/tandem-sim -m "$model" --trace "$demo/trace.jsonl" --check "$demo/constrained_noforced-run$run.jsonl" --config "constrained_noforced: $constrained_noforced" | tail -1
   "$b"/tandem-sim -m "$model" --trace "$demo/trace.jsonl" --check "$demo/constrained_nospec-run$run.jsonl" --config "constrained_nospec: $constrained_nospec" | tail -1
 done
+# 7. Screenshot steps.
+shots_rc=0
+if [ "${SCREENSHOTS:-1}" != 0 ]; then
+  mmproj=$b/models/mmproj-0.8b-F16.gguf
+  [ -f "$mmproj" ] || "$b"/tandem-gen-model --mmproj --preset 0.8b --type F16 -o "$mmproj"
+  shots=$demo/screenshots
+  mkdir -p "$shots"
+  echo
+  echo "== screenshot steps: a trace whose sparse screens attach a screenshot (720x1560 PNGs beside it)"
+  "$b"/tandem-gen-trace -o "$shots/trace.jsonl" --singles 4 --episodes 2 --steps 8 --screenshots sparse --sparse-rate 0.5 -m "$model"
+  img="--mmproj $mmproj --image-max-tokens ${IMAGE_MAX_TOKENS:-128}"
+  shot_stock="--checkpoint-policy stock --consolidate-batches off --encoder-cache 0 $img ${threads[*]}"
+  shot_tandem="--checkpoint-policy divergence --consolidate-batches on --encoder-cache 0 $img ${threads[*]}"
+  shot_cache="--checkpoint-policy divergence --consolidate-batches on $img ${threads[*]}"
+  "$b"/tandem-replay --trace "$shots/trace.jsonl" --model "$model" --server-bin "$b"/tandem-server \
+    --runs 1 --out "$shots" \
+    --config "stock: $shot_stock" --config "tandem: $shot_tandem" --config "tandem_cache: $shot_cache" || shots_rc=$?
+  echo
+  echo "== the screenshot servers' logs vs the replay model's prediction"
+  for c in "stock:$shot_stock" "tandem:$shot_tandem" "tandem_cache:$shot_cache"; do
+    "$b"/tandem-sim -m "$model" --mmproj "$mmproj" --trace "$shots/trace.jsonl" --check "$shots/${c%%:*}-run1.jsonl" \
+      --config "${c%%:*}: ${c#*:}" | tail -1 || shots_rc=1
+  done
+fi
+
 echo
 echo "results: $root/$demo/summary.md, steps.csv, answers.jsonl, latency.png, tokens.png"
+[ "${SCREENSHOTS:-1}" != 0 ] && echo "screenshot steps: $root/$demo/screenshots/summary.md, steps.csv, latency.png, screenshots.png"
+if [ "$shots_rc" -ne 0 ]; then
+  echo "FAILED: the screenshot replay or its replay-model check" >&2
+  exit 1
+fi
 if [ "$replay_rc" -eq 3 ]; then
   echo "FAILED: a constrained answer does not parse (parse_error in $demo/answers.jsonl)" >&2
   exit 1

@@ -1,4 +1,5 @@
 #include "agent/action.h"
+#include "model/test_paths.h"
 
 #include <gtest/gtest.h>
 

@@ -18,6 +18,7 @@
 #include "http/request_log.h"
 #include "http/server.h"
 #include "serve/engine.h"
+#include "model/test_paths.h"
 
 namespace tandem::agent {
 namespace {

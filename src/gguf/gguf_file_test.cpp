@@ -17,6 +17,7 @@
 
 #include "gguf/gguf_writer.h"
 #include "gguf/quants.h"
+#include "model/test_paths.h"
 
 namespace tandem {
 namespace {

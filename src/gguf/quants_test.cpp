@@ -16,6 +16,7 @@
 
 #include "gguf/ggml_type.h"
 #include "gguf/gguf_file.h"
+#include "model/test_paths.h"
 
 namespace tandem {
 namespace {

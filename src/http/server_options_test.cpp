@@ -109,7 +109,8 @@ TEST(ServerOptions, OneTableOfSettings) {
     if (r.ablation) ablations.insert(r.long_name());
   }
   EXPECT_EQ(counts, (std::set<std::string>{"--ctx-size", "--parallel", "--ctx-checkpoints", "--cache-ram",
-                                           "--checkpoint-policy", "--min-gap", "--consolidate-batches", "--n-batch",
+                                           "--checkpoint-policy", "--min-gap", "--checkpoint-before-image",
+                                           "--consolidate-batches", "--n-batch", "--image-min-tokens", "--image-max-tokens",
                                            "--n-ubatch", "--spec", "--draft-max", "--draft-min", "--draft-p-min",
                                            "--spec-mtp", "--spec-forced", "--draft-forced-max", "--spec-rollback-aware",
                                            "--spec-column-shared", "--spec-trimmed-head", "--spec-rollback"}));

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "model/qwen35_model.h"
+#include "model/test_paths.h"
 
 namespace tandem {
 namespace {

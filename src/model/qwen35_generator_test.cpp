@@ -12,6 +12,7 @@
 #include "gguf/gguf_file.h"
 #include "gguf/quants.h"
 #include "model/test_models.h"
+#include "model/test_paths.h"
 
 namespace tandem {
 namespace {

@@ -27,6 +27,7 @@
 #include "gguf/quants.h"
 #include "model/qwen35_model.h"
 #include "model/test_models.h"
+#include "model/test_paths.h"
 
 namespace tandem {
 namespace {

@@ -15,6 +15,7 @@
 
 #include "model/qwen35_model.h"
 #include "model/test_models.h"
+#include "model/test_paths.h"
 
 namespace tandem {
 namespace {

@@ -8,6 +8,8 @@
 
 #include <string>
 
+#include "model/test_paths.h"
+
 namespace tandem {
 
 constexpr int kTinyModelVersion = 1;
@@ -20,10 +22,8 @@ std::string tiny_model_filename(const std::string& ftype, bool mtp = true);
 // (each writes a private temporary file and renames it into place). Throws on failure.
 std::string ensure_tiny_model_in(const std::string& dir, const std::string& ftype, bool mtp = true);
 
-#ifdef TANDEM_BINARY_DIR
 inline std::string ensure_tiny_model(const std::string& ftype, bool mtp = true) {
   return ensure_tiny_model_in(std::string(TANDEM_BINARY_DIR) + "/test-models", ftype, mtp);
 }
-#endif
 
 }  // namespace tandem

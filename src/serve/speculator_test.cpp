@@ -29,6 +29,7 @@
 #include "serve/policy_factory.h"
 #include "serve/slot.h"
 #include "text/sampler.h"
+#include "model/test_paths.h"
 
 namespace tandem::serve {
 namespace {

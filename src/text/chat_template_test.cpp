@@ -8,6 +8,7 @@
 #include "model/qwen35_generator.h"
 #include "text/test_vocab.h"
 #include "text/tokenizer.h"
+#include "model/test_paths.h"
 
 namespace tandem::text {
 namespace {

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+#include "model/test_paths.h"
 
 namespace tandem::vision::golden {
 

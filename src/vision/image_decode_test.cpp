@@ -16,6 +16,7 @@
 
 #include "vision/golden_vision_test_util.h"
 #include "vision/image_preprocess.h"
+#include "model/test_paths.h"
 
 // In libstb.so with the writers, not declared by the header outside its implementation part.
 extern "C" unsigned char* stbi_zlib_compress(unsigned char* data, int data_len, int* out_len, int quality);

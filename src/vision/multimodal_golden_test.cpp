@@ -23,6 +23,7 @@
 #include "vision/image_preprocess.h"
 #include "vision/multimodal_prompt.h"
 #include "vision/vision_model.h"
+#include "model/test_paths.h"
 
 namespace tandem::vision {
 namespace {

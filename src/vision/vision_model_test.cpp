@@ -15,6 +15,7 @@
 #include "gguf/gguf_file.h"
 #include "runtime/cpu_features.h"
 #include "vision/golden_vision_test_util.h"
+#include "model/test_paths.h"
 
 namespace tandem::vision {
 namespace {

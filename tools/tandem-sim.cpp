@@ -393,6 +393,14 @@ int main(int argc, char** argv) {
         for (size_t i = 0; i < st.size(); ++i) {
           const ojson& rec = log[i];
           serve::RequestStats server = nlohmann::json::parse(rec["timings"].dump()).get<serve::RequestStats>();
+          if (server.images_encoded != st[i].images_encoded || server.encoder_cache_hits != st[i].encoder_cache_hits) {
+            std::printf("request %zu: server encoded %lld images, %lld encoder-cache hits | sim %lld, %lld (is --encoder-cache "
+                        "in --config?)\n",
+                        i + 1, (long long)server.images_encoded, (long long)server.encoder_cache_hits,
+                        (long long)st[i].images_encoded, (long long)st[i].encoder_cache_hits);
+            ++mismatches;
+            continue;
+          }
           if (!st[i].same_counts(server)) {
             std::printf("request %zu: server N-R %lld passes %lld | sim N-R %lld passes %lld (and other counts)\n", i + 1,
                         (long long)server.new_tokens, (long long)server.passes, (long long)st[i].new_tokens,
@@ -400,7 +408,7 @@ int main(int argc, char** argv) {
             ++mismatches;
           }
         }
-        std::printf("%s: %zu/%zu requests identical (N-R, passes and every count)\n", mismatches ? "MISMATCH" : "OK",
+        std::printf("%s: %zu/%zu requests identical (N-R, passes, every count and the encoder's images)\n", mismatches ? "MISMATCH" : "OK",
                     st.size() - static_cast<size_t>(mismatches), st.size());
       }
     }

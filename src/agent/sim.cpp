@@ -7,6 +7,7 @@
 
 #include "http/server_options.h"
 #include "serve/dry_run.h"
+#include "serve/encoder_cache.h"
 #include "serve/flop_model.h"
 #include "serve/null_backend.h"
 #include "serve/prompt_cache.h"
@@ -46,7 +47,8 @@ ServeSettings parse_serve_flags(const std::vector<std::string>& args, ServeSetti
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (const auto* r = serve::find_setting<serve::EngineConfig>(serving, a)) {
-      if (r->changes_counts) {
+      // --encoder-cache changes no count of the slot's, but the encoder's work (predict_encoder).
+      if (r->changes_counts || r->long_name() == "--encoder-cache") {
         serve::apply_setting(*r, static_cast<serve::EngineConfig&>(s), args, i);
         continue;
       }
@@ -110,7 +112,29 @@ std::vector<serve::RequestStats> simulate(std::span<const serve::RecordedRequest
   // A speculating server: the same Speculator over the dry-run backend, driven by the logged
   // per-step draft counts (serve/dry_run.h).
   if (st.speculation.enabled) slot->enable_speculation(st.speculation);
-  return serve::replay(*slot, requests);
+  std::vector<serve::RequestStats> stats = serve::replay(*slot, requests);
+  predict_encoder(requests, stats, st, hp);
+  return stats;
+}
+
+void predict_encoder(std::span<const serve::RecordedRequest> requests, std::vector<serve::RequestStats>& stats,
+                     const ServeSettings& st, const Qwen35HParams& hp) {
+  const size_t mib = st.images.encoder_cache_mib;
+  serve::EncoderCache cache(mib << 20);
+  for (size_t i = 0; i < requests.size() && i < stats.size(); ++i) {
+    serve::RequestStats& s = stats[i];
+    s.images_encoded = s.encoder_cache_hits = 0;
+    for (const serve::ImageChunk& c : requests[i].images) {
+      if (c.end() <= s.restore_pos) continue;  // inside the reused prefix: never fetched
+      if (mib > 0 && cache.find(c.id)) {
+        ++s.encoder_cache_hits;
+        continue;
+      }
+      ++s.images_encoded;
+      // The same bytes as the engine's entry (the rows are not needed: zeros).
+      if (mib > 0) cache.insert(c.id, std::make_shared<const std::vector<float>>(static_cast<size_t>(c.rows() * hp.n_embd)));
+    }
+  }
 }
 
 double CostModel::prefill_ms(const serve::RequestStats& s) const {

@@ -32,7 +32,7 @@ struct ServeSettings : serve::EngineConfig {
 // Parses a tandem-server command line with the server's own tables (serve::serving_settings() and
 // http::front_end_settings()): a serving setting that changes counts is applied exactly as the
 // server applies it (same range checks and messages; --spec and the other speculation flags
-// included); the server's other flags (-m, --host, --port, -t, --log-requests, --queue,
+// included; and --encoder-cache, for predict_encoder); the server's other flags (-m, --host, --port, -t, --log-requests, --queue,
 // --timeout-ms, ...) are skipped with their value, and so are --verbose / -v. Throws
 // std::invalid_argument for anything else, for the server's cross-flag checks (--n-ubatch above
 // --n-batch, --draft-min above --draft-max), and for --parallel other than 1 (the model is one slot).
@@ -46,9 +46,17 @@ std::string describe(const ServeSettings& s);
 
 // Replays the requests on a fresh dry-run slot of this model's shapes (the model's checkpoint and
 // KV byte sizes, so prompt-cache budgets behave as on the server). Marconi's FLOP model is the
-// model's.
+// model's. Image requests also get the engine's encoder work (predict_encoder).
 std::vector<serve::RequestStats> simulate(std::span<const serve::RecordedRequest> requests,
                                           const ServeSettings& settings, const Qwen35HParams& hp);
+
+// The engine's vision encoder over the replayed requests (issue 26): an image is fetched when a
+// prefill pass needs its rows (any of them at or after the request's restore position R); it is
+// then found in the encoder cache (serve::EncoderCache, --encoder-cache MiB, rows of the text
+// model's width) or encoded and inserted. Sets images_encoded and encoder_cache_hits (counts the
+// server logs but RequestStats::same_counts leaves out).
+void predict_encoder(std::span<const serve::RecordedRequest> requests, std::vector<serve::RequestStats>& stats,
+                     const ServeSettings& settings, const Qwen35HParams& hp);
 
 // Prefill cost of one request on this machine.
 struct CostModel {

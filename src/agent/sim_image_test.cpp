@@ -5,7 +5,8 @@
 //  * the replay model's layout of a screenshot request is the server's: a small screenshot
 //    episode is served by tandem-server's HTTP front and engine (tiny model, tiny random mmproj),
 //    and for stock, divergence and divergence with --checkpoint-before-image the server's logged
-//    prompt, image chunks and every count equal tandem-sim's on every request.
+//    prompt, image chunks and every count (and the encoder's work: images encoded, encoder-cache
+//    hits, with the cache on and off) equal tandem-sim's on every request.
 #include <gtest/gtest.h>
 
 #include <httplib.h>
@@ -215,17 +216,20 @@ TEST(ReplayModelVsServer, EqualsTheServersRequestLogOnAScreenshotEpisode) {
   ASSERT_EQ(gen.size(), 8u);
   std::vector<ojson> bodies;
   size_t n_shots = 0;
-  for (const auto& g : gen) {
+  for (size_t i = 0; i < gen.size(); ++i) {
+    const auto& g = gen[i];
     if (g.record.step == 2 || g.record.step == 5) {
       bodies.push_back(g.record.body);
       continue;
     }
+    // Step 4 sees step 3's screen again (the same screenshot: an encoder-cache hit).
+    const auto& shown = g.record.step == 4 ? gen[i - 1] : g;
     ScreenStyle st;
     st.width = 180;
     st.height = 390;
-    st.app = g.record.app;
-    st.clock = g.clock;
-    bodies.push_back(with_screenshot(g.record.body, encode_png(render_screen(g.screen, st))));
+    st.app = shown.record.app;
+    st.clock = shown.clock;
+    bodies.push_back(with_screenshot(g.record.body, encode_png(render_screen(shown.screen, st))));
     ++n_shots;
   }
   ImageLayout base;
@@ -234,7 +238,8 @@ TEST(ReplayModelVsServer, EqualsTheServersRequestLogOnAScreenshotEpisode) {
 
   std::map<std::string, int64_t> new_tokens;
   for (const char* flags : {"--checkpoint-policy stock --consolidate-batches off", "--checkpoint-policy divergence",
-                            "--checkpoint-policy divergence --checkpoint-before-image on"}) {
+                            "--checkpoint-policy divergence --checkpoint-before-image on",
+                            "--checkpoint-policy divergence --encoder-cache 0"}) {
     SCOPED_TRACE(flags);
     const ServeSettings st = parse_config(std::string(flags) + " --image-max-tokens 16");
     serve::EngineConfig cfg = st;  // the configuration is the server's EngineConfig
@@ -262,24 +267,31 @@ TEST(ReplayModelVsServer, EqualsTheServersRequestLogOnAScreenshotEpisode) {
       recorded.push_back(recorded_request_from_log(t, log[i]));
     }
     const auto sim = simulate(recorded, st, tm.model->hparams());
-    int64_t nr = 0, rows = 0, rows_prefilled = 0;
+    int64_t nr = 0, rows = 0, rows_prefilled = 0, hits = 0;
     size_t with_images = 0;
     for (size_t i = 0; i < bodies.size(); ++i) {
       const auto server = nlohmann::json::parse(log[i]["timings"].dump()).get<serve::RequestStats>();
       EXPECT_TRUE(sim[i].same_counts(server)) << "request " << i + 1 << "\nserver " << nlohmann::json(server).dump()
                                               << "\nsim    " << nlohmann::json(sim[i]).dump();
       EXPECT_EQ(sim[i].image_rows_prefilled, server.image_rows_prefilled) << "request " << i + 1;
+      EXPECT_EQ(sim[i].images_encoded, server.images_encoded) << "request " << i + 1;
+      EXPECT_EQ(sim[i].encoder_cache_hits, server.encoder_cache_hits) << "request " << i + 1;
+      hits += server.encoder_cache_hits;
       nr += server.new_tokens;
       rows += server.image_rows;
       rows_prefilled += server.image_rows_prefilled;
       with_images += server.images > 0;
     }
     EXPECT_EQ(with_images, n_shots);
+    // The repeated screen comes from the encoder cache unless it is off.
+    if (std::string(flags).find("--encoder-cache 0") == std::string::npos) EXPECT_EQ(hits, 1);
+    else EXPECT_EQ(hits, 0);
     EXPECT_GT(rows_prefilled, 0);
     EXPECT_LE(rows_prefilled, rows);
     new_tokens[flags] = nr;
-    std::printf("%-60s server == sim on %zu requests (N-R %lld, image rows prefilled %lld of %lld)\n", flags, bodies.size(),
-                static_cast<long long>(nr), static_cast<long long>(rows_prefilled), static_cast<long long>(rows));
+    std::printf("%-60s server == sim on %zu requests (N-R %lld, image rows prefilled %lld of %lld, cache hits %lld)\n",
+                flags, bodies.size(), static_cast<long long>(nr), static_cast<long long>(rows_prefilled),
+                static_cast<long long>(rows), static_cast<long long>(hits));
   }
   // Stock reprocesses the text before each screenshot; divergence restores it.
   EXPECT_LT(new_tokens["--checkpoint-policy divergence"], new_tokens["--checkpoint-policy stock --consolidate-batches off"]);

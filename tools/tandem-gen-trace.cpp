@@ -44,7 +44,7 @@ void usage() {
                "  --unchanged-rate P    share of episode steps whose screen did not change after the last action\n"
                "                        (still loading; always after a wait): the same screenshot (default 0.15)\n"
                "  --screen-size WxH     screenshot pixels (default 720x1560: 1127 image tokens for a Qwen3.5\n"
-               "                        tower at the default budget; 360x780: 276)\n"
+               "                        tower at the default budget; 360x780: 264)\n"
                "  --screens-dir DIR     where the PNGs go (default: <trace name>-screens beside the trace);\n"
                "                        the trace's \"image\" field names them relative to the trace\n"
                "  -m MODEL.gguf         measure token counts with this model's tokenizer + chat template\n");

@@ -13,18 +13,12 @@ namespace {
 
 constexpr size_t kMaxStops = 16;
 
+// One model is served, so any name is accepted and echoed back, as llama.cpp's server does: a
+// client configured with "default" or "gpt-4o-mini" works unchanged. Absent or empty: the first
+// served name.
 void check_model(const Json& body, const ParseContext& ctx, ParsedRequest& out) {
   const auto model = opt_string(body, "model");
-  out.model = ctx.model_names.empty() ? "tandem" : ctx.model_names.front();
-  if (!model || model->empty()) return;
-  for (const auto& n : ctx.model_names)
-    if (*model == n) {
-      out.model = *model;
-      return;
-    }
-  std::string names;
-  for (const auto& n : ctx.model_names) names += (names.empty() ? "'" : ", '") + n + "'";
-  throw bad_request("model '" + *model + "' is not served here (this server serves " + names + ")", "model");
+  out.model = model && !model->empty() ? *model : ctx.model_names.empty() ? "tandem" : ctx.model_names.front();
 }
 
 // Sampling and stopping fields shared by both endpoints.
@@ -57,9 +51,16 @@ void parse_common(const Json& b, const ParseContext& ctx, serve::GenerationParam
   opt_bool(b, "cache_prompt");  // accepted for llama.cpp clients; reuse is always the policy's
   if (auto v = opt_int(b, "n", 1, std::numeric_limits<int32_t>::max()); v && *v != 1)
     throw bad_request("'n' must be 1: one choice per request", "n");
-  if (auto v = opt_bool(b, "logprobs"); v && *v) throw bad_request("'logprobs' is not supported", "logprobs");
-  if (auto v = opt_int(b, "n_probs", 0, std::numeric_limits<int32_t>::max()); v && *v > 0)
-    throw bad_request("'n_probs' is not supported", "n_probs");
+  // Log-probabilities: OpenAI's logprobs + top_logprobs (chat), llama.cpp's n_probs (/completion).
+  if (auto v = opt_bool(b, "logprobs")) gp.logprobs = *v;
+  if (auto v = opt_int(b, "top_logprobs", 0, serve::kMaxTopLogprobs)) {
+    if (!gp.logprobs && *v > 0) throw bad_request("'top_logprobs' needs \"logprobs\": true", "top_logprobs");
+    gp.top_logprobs = static_cast<int>(*v);
+  }
+  if (auto v = opt_int(b, "n_probs", 0, serve::kMaxTopLogprobs); v && *v > 0) {
+    gp.logprobs = true;
+    gp.top_logprobs = static_cast<int>(*v);
+  }
 }
 
 bool parse_stream(const Json& b, ParsedRequest& out) {

@@ -22,7 +22,7 @@ struct ParseContext {
   const text::ChatTemplate* tmpl = nullptr;
   int64_t n_ctx = 0;     // per slot
   int n_parallel = 1;
-  std::vector<std::string> model_names;  // accepted "model" values (absent or "" is always accepted)
+  std::vector<std::string> model_names;  // the served names: the first answers a request without "model" (any name is accepted)
   grammar::JsonWhitespace json_whitespace = grammar::JsonWhitespace::Flexible;  // schemas' default
   // Images (http/image_request.h): the engine lays them out (null: requests with images are refused),
   // and the marker that stands for an image in prompt text.

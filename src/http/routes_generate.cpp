@@ -11,6 +11,7 @@
 #include "http/connection_watch.h"
 #include "http/error_map.h"
 #include "http/json_fields.h"
+#include "http/logprobs_json.h"
 #include "http/request_parse.h"
 #include "http/response_json.h"
 #include "http/server.h"
@@ -73,6 +74,7 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, A
     }
   }
 
+  const bool logprobs = pr.engine.params.logprobs;
   std::shared_ptr<serve::Generation> gen = engine_.submit(std::move(pr.engine));
   ResponseMeta meta;
   meta.id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(gen->id());
@@ -86,7 +88,9 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, A
       if (stopping() || watch.peer_closed()) gen->cancel();
     const serve::GenerationResult& r = gen->result();
     if (auto err = failure_of(r, stopping())) return send_error(res, *err);
-    const Json out = chat ? chat_completion_json(meta, r, n_prompt) : completion_json(meta, r, n_prompt, r.text);
+    Json out = chat ? chat_completion_json(meta, r, n_prompt) : completion_json(meta, r, n_prompt, r.text);
+    if (logprobs && chat) out["choices"][0]["logprobs"] = chat_logprobs_json(engine_.tokenizer(), r.logprobs);
+    if (logprobs && !chat) out["completion_probabilities"] = completion_probabilities_json(engine_.tokenizer(), r.logprobs);
     res.status = 200;
     res.set_content(to_text(out), "application/json; charset=utf-8");
     return;
@@ -116,9 +120,14 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, A
           st->sent_role = true;
         }
         serve::Generation::Chunk c = st->gen->next(kPoll);
-        if (!c.text.empty() || (!st->chat && !c.tokens.empty())) {
-          out += st->chat ? sse_event(chat_chunk_json(st->meta, std::nullopt, c.text, std::nullopt))
-                          : sse_event(completion_chunk_json(c.text, c.tokens, c.slot));
+        if (!c.text.empty() || (!st->chat && !c.tokens.empty()) || !c.logprobs.empty()) {
+          Json chunk = st->chat ? chat_chunk_json(st->meta, std::nullopt, c.text, std::nullopt)
+                                : completion_chunk_json(c.text, c.tokens, c.slot);
+          if (!c.logprobs.empty() && st->chat)
+            chunk["choices"][0]["logprobs"] = chat_logprobs_json(engine_.tokenizer(), c.logprobs);
+          if (!c.logprobs.empty() && !st->chat)
+            chunk["completion_probabilities"] = completion_probabilities_json(engine_.tokenizer(), c.logprobs);
+          out += sse_event(chunk);
         }
         if (c.done) {
           const serve::GenerationResult& r = st->gen->result();

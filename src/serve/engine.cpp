@@ -177,6 +177,9 @@ std::shared_ptr<Generation> Engine::submit(EngineRequest req) {
     throw std::invalid_argument("id_slot " + std::to_string(gp.id_slot) + " does not exist (slots 0.." +
                                 std::to_string(cfg_.n_parallel - 1) + ", or -1 for any)");
   if (gp.n_predict < -1) throw std::invalid_argument("n_predict must be >= -1, got " + std::to_string(gp.n_predict));
+  if (gp.top_logprobs < 0 || gp.top_logprobs > kMaxTopLogprobs)
+    throw std::invalid_argument("top_logprobs must be in [0, " + std::to_string(kMaxTopLogprobs) + "], got " +
+                                std::to_string(gp.top_logprobs));
   if (gp.timeout_ms < -1) throw std::invalid_argument("timeout_ms must be >= 0, got " + std::to_string(gp.timeout_ms));
 
   auto p = std::make_unique<Pending>();
@@ -481,6 +484,7 @@ void Engine::start(SlotRun& s) {
     ++counters_.grammar_requests;
   }
   s.picker.emplace(*s.sampler, s.matcher ? &*s.matcher : nullptr);
+  if (req.params.logprobs) s.picker->record_logprobs(req.params.top_logprobs);
   s.decoder.emplace(tok_, /*render_special=*/false);
   s.stops.emplace(req.params.stop);
   s.raw_text.clear();
@@ -525,18 +529,24 @@ void Engine::emit(SlotRun& s, int32_t token, bool accepted) {
   const GenerationParams& gp = s.p->req.params;
   Generation& gen = *s.p->gen;
   if (!accepted) s.sampler->accept(token);
+  // The picker recorded one entry per pick, in the order tokens are emitted.
+  const TokenLogprob* lp = nullptr;
+  if (gp.logprobs && s.result.output.size() < s.picker->logprobs().size()) {
+    s.result.logprobs.push_back(s.picker->logprobs()[s.result.output.size()]);
+    lp = &s.result.logprobs.back();
+  }
   s.result.output.push_back(token);
   s.last = token;
   s.last_token = Clock::now();
   if (!gp.ignore_eos && tok_.vocab().is_eog(token)) {
-    gen.push({}, token);
+    gen.push({}, token, lp);
     return finish(s, FinishReason::EndOfGeneration);
   }
   const std::string_view decoded = s.decoder->push(token);
   s.raw_text.append(decoded);
   const std::string_view shown = s.stops->push(decoded);
   s.result.text.append(shown);
-  gen.push(shown, token);
+  gen.push(shown, token, lp);
   if (s.stops->stopped()) return finish(s, FinishReason::StopString);
   if (s.matcher) {
     grammar::CompiledGrammar& g = s.matcher->grammar();

@@ -82,7 +82,12 @@ struct GenerationParams {
   // end-of-generation only where the grammar is complete, and the answer ends when nothing may
   // follow (FinishReason::GrammarComplete). null: unconstrained.
   std::shared_ptr<grammar::CompiledGrammar> grammar;
+  // Log-probabilities of every output token and its top_logprobs best alternatives
+  // (serve/token_logprobs.h: the raw logits' log-softmax, as llama.cpp reports by default).
+  bool logprobs = false;
+  int top_logprobs = 0;  // 0..kMaxTopLogprobs
 };
+inline constexpr int kMaxTopLogprobs = 20;  // OpenAI's limit
 
 struct EngineRequest {
   // Token ids; the rows of each image hold its placeholder (serve/prompt.h, flatten_prompt).

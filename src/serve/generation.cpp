@@ -25,6 +25,7 @@ Generation::Chunk Generation::next(std::chrono::milliseconds wait) {
   Chunk c;
   c.text.swap(text_);
   c.tokens.swap(tokens_);
+  c.logprobs.swap(logprobs_);
   c.done = done_;
   c.started = started_;
   c.slot = slot_;
@@ -62,11 +63,12 @@ void Generation::mark_started(int slot) {
   slot_ = slot;
 }
 
-void Generation::push(std::string_view text, int32_t token) {
+void Generation::push(std::string_view text, int32_t token, const TokenLogprob* logprob) {
   {
     std::lock_guard lk(mu_);
     text_.append(text);
     if (token >= 0) tokens_.push_back(token);
+    if (logprob) logprobs_.push_back(*logprob);
   }
   cv_.notify_all();
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "serve/request_stats.h"
+#include "serve/token_logprobs.h"
 
 namespace tandem::serve {
 
@@ -36,6 +37,8 @@ struct GenerationResult {
   bool started = false;    // the request reached a slot (false: it ended while queued)
   int slot = -1;
   std::vector<int32_t> output;  // sampled tokens, in order (the end-of-generation token included)
+  // With GenerationParams::logprobs: one entry per output token, in order.
+  std::vector<TokenLogprob> logprobs;
   // Normally empty: the slot fed every output token but the last. With speculation a stop string
   // or a length limit can end the request inside a step whose later drafts were accepted and fed
   // all the same; then these are the tokens the slot consumed from the last output token's
@@ -60,6 +63,7 @@ class Generation {
   struct Chunk {
     std::string text;
     std::vector<int32_t> tokens;
+    std::vector<TokenLogprob> logprobs;  // one per token, when the request asked for them
     bool done = false;  // the result is final (result() may be read)
     bool started = false;
     int slot = -1;  // once started
@@ -79,7 +83,7 @@ class Generation {
   void set_cancel_hook(std::function<void()> hook);
   void mark_started(int slot);
   // token < 0: text only (what a flush released at the end).
-  void push(std::string_view text, int32_t token);
+  void push(std::string_view text, int32_t token, const TokenLogprob* logprob = nullptr);
   void finish(GenerationResult result);
 
  private:
@@ -89,6 +93,7 @@ class Generation {
   std::condition_variable cv_;
   std::string text_;
   std::vector<int32_t> tokens_;
+  std::vector<TokenLogprob> logprobs_;
   bool started_ = false;
   int slot_ = -1;
   bool done_ = false;

@@ -11,9 +11,11 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "grammar/compiled_grammar.h"
 #include "serve/speculator.h"
+#include "serve/token_logprobs.h"
 #include "text/sampler.h"
 
 namespace tandem::serve {
@@ -27,6 +29,15 @@ class GrammarPicker final : public TokenPicker {
   // Records the token in the sampler's history and moves the grammar past it.
   void accept(int32_t token) override;
 
+  // Log-probabilities (serve/token_logprobs.h): from now on every pick also records the picked
+  // token's and the n_top best tokens' log-probabilities of the row it was picked from, in pick
+  // order — which is the order the engine emits tokens in, speculative steps included.
+  void record_logprobs(int n_top) {
+    record_ = true;
+    n_top_ = n_top;
+  }
+  const std::vector<TokenLogprob>& logprobs() const { return logprobs_; }
+
   // Greedy picks where the grammar changed the argmax (spec §6.6 I2c: the intervention rate).
   int64_t interventions() const { return interventions_; }
   double grammar_ms() const { return grammar_ms_; }
@@ -34,8 +45,12 @@ class GrammarPicker final : public TokenPicker {
  private:
   text::Sampler& s_;
   grammar::Matcher* m_;
+  int32_t picked(std::span<const float> logits, int32_t t);
   int64_t interventions_ = 0;
   double grammar_ms_ = 0;
+  bool record_ = false;
+  int n_top_ = 0;
+  std::vector<TokenLogprob> logprobs_;
 };
 
 }  // namespace tandem::serve

@@ -1,6 +1,6 @@
 // The official OpenAI Node SDK against tandem-server: one non-streaming and one streaming chat
 // completion (greedy, so the two must agree), usage with cached tokens, the SDK's own error
-// class for a wrong API key, and a screenshot step: an image content part (a PNG data: URL made
+// class for a wrong API key, any model name with logprobs, and a screenshot step: an image content part (a PNG data: URL made
 // here), its tokens in usage, the same screen again answered alike, a remote URL refused.
 //
 //   node openai_sdk_test.js BASE_URL API_KEY      (BASE_URL like http://127.0.0.1:PORT/v1)
@@ -70,6 +70,17 @@ async function main() {
   } catch (e) {
     check(e instanceof OpenAI.AuthenticationError && e.status === 401, 'a wrong key is refused with 401 (' + e.status + ')');
   }
+  // Any model name works (one model is served) and is echoed; logprobs as the SDK types them.
+  const lp = await client.chat.completions.create({
+    model: 'gpt-4o-mini', messages, max_tokens: 4, temperature: 0, logprobs: true, top_logprobs: 2,
+  });
+  check(lp.model === 'gpt-4o-mini', 'another model name is accepted and echoed: ' + lp.model);
+  const lpContent = lp.choices[0].logprobs && lp.choices[0].logprobs.content;
+  check(Array.isArray(lpContent) && lpContent.length === lp.usage.completion_tokens,
+        'logprobs: one entry per output token (' + (lpContent && lpContent.length) + ')');
+  check(lpContent && lpContent.every((e) => typeof e.token === 'string' && e.logprob <= 0 && e.top_logprobs.length === 2 &&
+                                        e.top_logprobs[0].token === e.token),
+        'logprobs: token, logprob <= 0, two alternatives, the greedy pick first');
   await screenshot(client, model);
   try {
     await client.chat.completions.create({ model, messages: [], max_tokens: 2 });

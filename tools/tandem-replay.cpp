@@ -556,6 +556,7 @@ int main(int argc, char** argv) {
         if (r.kv_bound >= 0) kv += static_cast<double>(r.kv_bound), ++n_kv;
         if (r.passes >= 0) ps += static_cast<double>(r.passes), ++n_ps;
       }
+      if (kind >= 0 && n_cr == 0 && n == 0) continue;  // no steps of this kind
       md += "| " + cfg.name + kind_label + " | " + std::to_string(runs) + " | " + mean_or_dash(lat, n, 1) + " | " + mean_or_dash(pms, n, 1) +
             " | " + mean_or_dash(dms, n, 1) + " | " + mean_or_dash(nt, n, 1) + " | " + mean_or_dash(kv, n_kv, 1) + " | " +
             mean_or_dash(ps, n_ps, 2) + " | " + (n_cr ? fmt(cr / runs, 1) : std::string("-")) + " |\n";

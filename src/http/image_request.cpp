@@ -108,17 +108,14 @@ void build_image_prompt(const serve::Engine& engine, std::string_view text, std:
   }
   req.images.clear();
   for (size_t i = 0; i < files.size(); ++i) {
-    serve::RequestImage im;
     try {
-      im.pixels = std::make_shared<const vision::RgbImage>(vision::decode_image(files[i]));
-      im.chunk = serve::image_chunk(*im.pixels, params);
+      // Resized now: a queued request holds the budget's pixels, not the file's.
+      req.images.push_back(serve::request_image(vision::decode_image(files[i]), params, budget));
     } catch (const vision::ImageError& e) {
       throw bad_request("'" + field + "': image " + std::to_string(i) + ": " + e.what(), field);
     } catch (const std::invalid_argument& e) {
       throw bad_request("'" + field + "': image " + std::to_string(i) + ": " + e.what(), field);
     }
-    im.budget = budget;
-    req.images.push_back(std::move(im));
   }
   vision::MultimodalPromptOptions mo;
   mo.marker = std::string(marker);

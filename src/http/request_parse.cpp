@@ -57,6 +57,9 @@ void parse_common(const Json& b, const ParseContext& ctx, serve::GenerationParam
     if (!gp.logprobs && *v > 0) throw bad_request("'top_logprobs' needs \"logprobs\": true", "top_logprobs");
     gp.top_logprobs = static_cast<int>(*v);
   }
+  if (auto v = opt_bool(b, "post_sampling_probs"); v && *v)
+    throw bad_request("'post_sampling_probs' is not supported: probabilities are the raw logits' (llama.cpp's default)",
+                      "post_sampling_probs");
   if (auto v = opt_int(b, "n_probs", 0, serve::kMaxTopLogprobs); v && *v > 0) {
     gp.logprobs = true;
     gp.top_logprobs = static_cast<int>(*v);
@@ -75,40 +78,55 @@ bool parse_stream(const Json& b, ParsedRequest& out) {
 
 // OpenAI content parts -> the string content llama.cpp's server renders: each image part becomes
 // the media marker (its file collected in order), text parts are joined with "\n", and no newline
-// goes before or after a marker. Images are accepted in user messages only; videos not at all.
+// goes before or after a marker. Images are refused in system messages; videos and audio always.
 Json inline_image_parts(const Json& msgs, const std::string& marker, std::vector<std::vector<uint8_t>>& files) {
   Json out = msgs;
+  // A string member or "" (another type is the chat parser's error to name, never a throw here).
+  const auto str = [](const Json& o, const char* key) {
+    const auto it = o.find(key);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
   for (size_t mi = 0; mi < out.size(); ++mi) {
     Json& m = out[mi];
     if (!m.is_object()) continue;  // the chat request parser names the error
     const auto content = m.find("content");
     if (content == m.end() || !content->is_array()) continue;
+    const auto media = [&](const Json& part) {
+      const std::string type = str(part, "type");
+      return part.contains("image_url") || part.contains("image") || part.contains("video") || type == "image_url" ||
+             type == "image" || type == "video" || type == "input_audio";
+    };
     bool has_media = false;
-    for (const Json& part : *content)
-      if (part.is_object() && (part.contains("image_url") || part.contains("image") || part.contains("video") ||
-                               part.value("type", "") == "image_url" || part.value("type", "") == "image" ||
-                               part.value("type", "") == "video" || part.value("type", "") == "input_audio"))
-        has_media = true;
+    for (const Json& part : *content) has_media = has_media || (part.is_object() && media(part));
     if (!has_media) continue;
-    const std::string role = m.value("role", "");
+    const std::string role = str(m, "role");
     const std::string where = "messages[" + std::to_string(mi) + "]";
     std::string text;
     bool prev_text = false;
     for (size_t pi = 0; pi < content->size(); ++pi) {
       const Json& part = (*content)[pi];
-      const std::string type = part.is_object() ? part.value("type", "") : "";
       const std::string at = where + ".content[" + std::to_string(pi) + "]";
       if (!part.is_object()) throw bad_request("'" + at + "' must be an object", "messages");
+      if (const auto ty = part.find("type"); ty != part.end() && !ty->is_string())
+        throw bad_request("'" + at + ".type' must be a string", "messages");
+      const std::string type = str(part, "type");
       if (type == "video" || part.contains("video") || type == "input_audio")
         throw bad_request("'" + at + "': video and audio parts are not supported (images only)", "messages");
       if (type == "image_url" || type == "image" || part.contains("image_url") || part.contains("image")) {
-        if (role != "user")
-          throw bad_request("'" + at + "': images are accepted in user messages only (this message is '" + role + "')",
-                            "messages");
-        const Json* u = part.contains("image_url") ? &part["image_url"] : &part["image"];
-        if (u->is_object() && u->contains("url")) u = &(*u)["url"];
-        if (!u->is_string()) throw bad_request("'" + at + "': expected \"image_url\": {\"url\": \"data:image/...\"}", "messages");
-        files.push_back(image_url_bytes(u->get_ref<const std::string&>(), at + ".image_url.url"));
+        // The Qwen3.5 template's rule ("System message cannot contain images"); user and tool
+        // messages (a screenshot a tool returned) may.
+        if (role == "system")
+          throw bad_request("'" + at + "': a system message cannot contain images", "messages");
+        auto u = part.find("image_url");
+        if (u == part.end()) u = part.find("image");
+        const Json* url = u != part.end() ? &*u : nullptr;
+        if (url && url->is_object()) {
+          const auto inner = url->find("url");
+          url = inner != url->end() ? &*inner : nullptr;
+        }
+        if (!url || !url->is_string())
+          throw bad_request("'" + at + "': expected \"image_url\": {\"url\": \"data:image/...;base64,...\"}", "messages");
+        files.push_back(image_url_bytes(url->get_ref<const std::string&>(), at + ".image_url.url"));
         text += marker;
         prev_text = false;
         continue;

@@ -1,5 +1,8 @@
 #include "http/server.h"
 
+#include <cstdlib>
+#include <random>
+
 #include <httplib.h>
 #include <sys/socket.h>
 
@@ -16,6 +19,19 @@ namespace tandem::http {
 HttpServer::HttpServer(serve::Engine& engine, const text::ChatTemplate& tmpl, HttpServerConfig cfg)
     : engine_(engine), tmpl_(tmpl), cfg_(std::move(cfg)), svr_(std::make_unique<httplib::Server>()) {
   if (cfg_.model_names.empty()) cfg_.model_names.push_back("tandem");
+  if (cfg_.media_marker.empty()) {
+    // As llama.cpp's server: $LLAMA_MEDIA_MARKER, else a random marker per process, so that text a
+    // user sends cannot be taken for an image.
+    if (const char* env = std::getenv("LLAMA_MEDIA_MARKER"); env && *env) {
+      cfg_.media_marker = env;
+    } else {
+      std::random_device rd;
+      static const char* kHex = "0123456789abcdef";
+      std::string r;
+      for (int i = 0; i < 32; ++i) r += kHex[rd() & 15];
+      cfg_.media_marker = "<__media_" + r + "__>";
+    }
+  }
   const auto& ec = engine_.config();
   const size_t threads = cfg_.http_threads > 0 ? static_cast<size_t>(cfg_.http_threads)
                                                : static_cast<size_t>(ec.n_parallel + ec.queue_max + 8);

@@ -44,9 +44,9 @@ struct HttpServerConfig {
   size_t max_body_bytes = 32u << 20;
   // JSON Schema whitespace when a request does not say (http/grammar_request.h).
   grammar::JsonWhitespace json_whitespace = grammar::JsonWhitespace::Flexible;
-  // What stands for an image in a /completion prompt_string (llama.cpp's default marker; /props
-  // reports it as "media_marker").
-  std::string media_marker = "<__media__>";
+  // What stands for an image in a /completion prompt_string (/props reports it as "media_marker").
+  // Empty: $LLAMA_MEDIA_MARKER, else a random one per server (llama.cpp's way).
+  std::string media_marker;
   std::string mmproj_path;  // reported by /props when the engine has a vision model
 };
 

@@ -145,11 +145,20 @@ TEST(HttpImages, BadImagesAre400AndTheServerKeepsServing) {
   std::vector<uint8_t> huge = png(8, 8, 3);
   huge[16] = 0, huge[17] = 1, huge[18] = 0x86, huge[19] = 0xa0;  // IHDR width = 100000
   huge[20] = 0, huge[21] = 1, huge[22] = 0x86, huge[23] = 0xa0;  // IHDR height = 100000
-  expect_400(s, "/v1/chat/completions", chat_with_image(data_url(huge)), "image 0");
+  expect_400(s, "/v1/chat/completions", chat_with_image(data_url(huge)), "100000");  // the header's size, refused
   Json budget = chat_with_image(good);
   budget["image_max_tokens"] = 1 << 20;
   expect_400(s, "/v1/chat/completions", budget, "image_max_tokens");
-  expect_400(s, "/v1/chat/completions", chat_with_image(good, "system"), "user messages only");
+  expect_400(s, "/v1/chat/completions", chat_with_image(good, "system"), "system message cannot contain images");
+  // Malformed parts: no URL at all, a non-string type (400s, not a crash or a 500).
+  Json no_url = chat_with_image(good);
+  no_url["messages"][0]["content"][1] = Json{{"type", "image_url"}};
+  expect_400(s, "/v1/chat/completions", no_url, "image_url");
+  Json odd_type = chat_with_image(good);
+  odd_type["messages"][0]["content"][0]["type"] = 7;
+  auto r_odd = post(s, "/v1/chat/completions", odd_type);
+  ASSERT_TRUE(r_odd);
+  EXPECT_EQ(r_odd->status, 400) << r_odd->body;
   Json three = chat_with_image(good);
   for (int i = 0; i < 2; ++i)
     three["messages"][0]["content"].push_back(Json{{"type", "image_url"}, {"image_url", Json{{"url", good}}}});

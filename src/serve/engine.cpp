@@ -256,7 +256,7 @@ const float* Engine::image_rows(SlotRun& s, size_t i) {
   // Preprocessed and encoded here, on the scheduler thread, when the first pass needs the rows.
   const auto t0 = Clock::now();
   auto rows = std::make_shared<std::vector<float>>();
-  const vision::PreprocessedImage pre = vision::preprocess(*im.pixels, image_params(im.budget));
+  const vision::PreprocessedImage pre = vision::normalize(*im.pixels, image_params(im.budget));  // resized already
   if (pre.nx() != im.chunk.nx || pre.ny() != im.chunk.ny)
     throw std::logic_error("image " + std::to_string(i) + ": preprocessed to " + std::to_string(pre.nx()) + " x " +
                            std::to_string(pre.ny()) + " rows where the prompt has " + std::to_string(im.chunk.nx) +
@@ -484,7 +484,7 @@ void Engine::start(SlotRun& s) {
     ++counters_.grammar_requests;
   }
   s.picker.emplace(*s.sampler, s.matcher ? &*s.matcher : nullptr);
-  if (req.params.logprobs) s.picker->record_logprobs(req.params.top_logprobs);
+  if (req.params.logprobs) s.picker->record_logprobs(req.params.top_logprobs, tok_.n_vocab());
   s.decoder.emplace(tok_, /*render_special=*/false);
   s.stops.emplace(req.params.stop);
   s.raw_text.clear();
@@ -532,7 +532,7 @@ void Engine::emit(SlotRun& s, int32_t token, bool accepted) {
   // The picker recorded one entry per pick, in the order tokens are emitted.
   const TokenLogprob* lp = nullptr;
   if (gp.logprobs && s.result.output.size() < s.picker->logprobs().size()) {
-    s.result.logprobs.push_back(s.picker->logprobs()[s.result.output.size()]);
+    s.result.logprobs.push_back(s.picker->take_logprob(s.result.output.size()));
     lp = &s.result.logprobs.back();
   }
   s.result.output.push_back(token);

@@ -85,11 +85,7 @@ EngineConfig cfg(bool spec = false) {
 EngineRequest image_request(const Engine& e, const std::string& before, std::shared_ptr<const vision::RgbImage> img,
                             const std::string& after, vision::ImageBudget budget = {}, int64_t n_predict = 6) {
   EngineRequest r;
-  RequestImage im;
-  im.pixels = std::move(img);
-  im.budget = budget;
-  im.chunk = image_chunk(*im.pixels, e.image_params(budget));
-  r.images.push_back(im);
+  r.images.push_back(request_image(*img, e.image_params(budget), budget));
   const std::string text = "<|im_start|>user\n" + before + vision::kDefaultMediaMarker + after +
                            "<|im_end|>\n<|im_start|>assistant\n";
   flatten_prompt(vision::tokenize_multimodal(e.tokenizer(), text, 1), r.images, r.prompt);
@@ -109,10 +105,11 @@ GenerationResult run(Engine& e, EngineRequest r) {
 TEST(EngineImages, SlotPrefillEqualsPrefillMultimodal) {
   Loaded& t = tiny();
   Engine e(*t.model, *t.tok, cfg(), t.vision.get());
-  const EngineRequest r = image_request(e, "Look: ", screen(90, 70, 1), " What now?");
+  const auto original = screen(90, 70, 1);
+  const EngineRequest r = image_request(e, "Look: ", original, " What now?");
   const RequestImage& im = r.images[0];
-  std::vector<float> rows;
-  t.vision->encode(vision::preprocess(*im.pixels, e.image_params()), rows);
+  std::vector<float> rows;  // llama.cpp's whole preprocessing of the decoded image, then the encoder
+  t.vision->encode(vision::preprocess(*original, e.image_params()), rows);
   ASSERT_EQ(static_cast<int64_t>(rows.size()), im.chunk.rows() * t.model->hparams().n_embd);
 
   // The reference: prefill_multimodal over mtmd's chunks on a fresh sequence.

@@ -1,5 +1,6 @@
 #include "serve/grammar_picker.h"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -12,7 +13,10 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 }  // namespace
 
 int32_t GrammarPicker::picked(std::span<const float> logits, int32_t t) {
-  if (record_) logprobs_.push_back(token_logprob(logits, t, n_top_));
+  if (record_) {
+    const size_t n = n_vocab_ > 0 ? std::min(logits.size(), static_cast<size_t>(n_vocab_)) : logits.size();
+    logprobs_.push_back(token_logprob(logits.first(n), t, n_top_));
+  }
   return t;
 }
 

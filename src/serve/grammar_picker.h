@@ -32,10 +32,14 @@ class GrammarPicker final : public TokenPicker {
   // Log-probabilities (serve/token_logprobs.h): from now on every pick also records the picked
   // token's and the n_top best tokens' log-probabilities of the row it was picked from, in pick
   // order — which is the order the engine emits tokens in, speculative steps included.
-  void record_logprobs(int n_top) {
+  // n_vocab: the tokenizer's vocabulary (a model's output rows may be padded beyond it).
+  void record_logprobs(int n_top, int64_t n_vocab) {
     record_ = true;
     n_top_ = n_top;
+    n_vocab_ = n_vocab;
   }
+  // The entry of the i-th pick, handed over (the picker needs it no more).
+  TokenLogprob take_logprob(size_t i) { return std::move(logprobs_[i]); }
   const std::vector<TokenLogprob>& logprobs() const { return logprobs_; }
 
   // Greedy picks where the grammar changed the argmax (spec §6.6 I2c: the intervention rate).
@@ -50,6 +54,7 @@ class GrammarPicker final : public TokenPicker {
   double grammar_ms_ = 0;
   bool record_ = false;
   int n_top_ = 0;
+  int64_t n_vocab_ = 0;
   std::vector<TokenLogprob> logprobs_;
 };
 

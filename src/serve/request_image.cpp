@@ -29,6 +29,17 @@ ImageChunk image_chunk(const vision::RgbImage& img, const vision::PreprocessPara
   return c;
 }
 
+RequestImage request_image(const vision::RgbImage& decoded, const vision::PreprocessParams& p,
+                           const vision::ImageBudget& budget) {
+  RequestImage im;
+  im.chunk = image_chunk(decoded, p);
+  const int cell = p.patch_size * p.merge;
+  im.pixels = std::make_shared<const vision::RgbImage>(
+      vision::resize_and_pad(decoded, vision::TargetSize{im.chunk.nx * cell, im.chunk.ny * cell}));
+  im.budget = budget;
+  return im;
+}
+
 void flatten_prompt(const std::vector<vision::PromptChunk>& chunks, std::vector<RequestImage>& images,
                     std::vector<int32_t>& tokens) {
   tokens.clear();

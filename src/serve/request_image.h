@@ -16,6 +16,8 @@
 namespace tandem::serve {
 
 struct RequestImage {
+  // Already resized and padded to the chunk's grid (request_image): the engine only normalises
+  // and encodes them, and a queued request holds at most its budget's pixels, not the file's.
   std::shared_ptr<const vision::RgbImage> pixels;
   vision::ImageBudget budget;
   ImageChunk chunk;  // begin: where its rows start in the prompt's tokens
@@ -26,6 +28,13 @@ struct RequestImage {
 // their size and the budget — so the same screen re-encoded as another PNG is the same image,
 // and the same screen under another budget is not. Throws what smart_resize_target throws.
 ImageChunk image_chunk(const vision::RgbImage& img, const vision::PreprocessParams& p);
+
+// A request's image from a decoded file under these parameters (the budget's): its chunk
+// (image_chunk, on the decoded pixels) and its pixels resized and padded to the chunk's size as
+// llama.cpp's preprocessing does before normalising (vision::resize_and_pad). Throws what
+// image_chunk throws.
+RequestImage request_image(const vision::RgbImage& decoded, const vision::PreprocessParams& p,
+                           const vision::ImageBudget& budget);
 
 // The prompt's token ids from mtmd-style chunks (vision/multimodal_prompt.h): text chunks as
 // they are, each image chunk as its rows' placeholders; sets each image's chunk.begin (images in

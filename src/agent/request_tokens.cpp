@@ -29,8 +29,8 @@ bool is_media_part(const ojson& part) {
 }
 
 // http/request_parse.cpp's inline_image_parts: each image part becomes the marker (its file
-// collected in order), text parts are joined with "\n", no newline around a marker; images in
-// user messages only.
+// collected in order), text parts are joined with "\n", no newline around a marker; no images
+// in system messages.
 ojson inline_image_parts(const ojson& msgs, const std::string& marker, std::vector<std::vector<uint8_t>>& files) {
   ojson out = msgs;
   for (size_t mi = 0; mi < out.size(); ++mi) {
@@ -48,11 +48,13 @@ ojson inline_image_parts(const ojson& msgs, const std::string& marker, std::vect
       const ojson& part = content[pi];
       const std::string at = where + ".content[" + std::to_string(pi) + "]";
       if (!part.is_object()) throw std::invalid_argument(at + " must be an object");
+      if (part.contains("type") && !part["type"].is_string()) throw std::invalid_argument(at + ".type must be a string");
       const std::string type = part.contains("type") && part["type"].is_string() ? part["type"].get<std::string>() : "";
       if (type == "video" || part.contains("video") || type == "input_audio")
         throw std::invalid_argument(at + ": video and audio parts are not supported");
       if (type == "image_url" || type == "image" || part.contains("image_url") || part.contains("image")) {
-        if (role != "user") throw std::invalid_argument(at + ": images are accepted in user messages only");
+        // The server's rule: refused in system messages; user and tool messages may carry them.
+        if (role == "system") throw std::invalid_argument(at + ": a system message cannot contain images");
         const ojson* u = part.contains("image_url") ? &part["image_url"] : &part["image"];
         if (u->is_object() && u->contains("url")) u = &(*u)["url"];
         if (!u->is_string()) throw std::invalid_argument(at + ": expected \"image_url\": {\"url\": ...}");

@@ -47,7 +47,7 @@ ImageLayout image_layout_from_mmproj(const std::string& path);
 // "enable_thinking" (llama.cpp's spellings); add_generation_prompt is on. Throws
 // text::ChatTemplateError for a body the template cannot render.
 //
-// A user message whose content holds image parts ({"type": "image_url", "image_url": {"url":
+// A message whose content holds image parts (user or tool: not system; {"type": "image_url", "image_url": {"url":
 // "data:image/...;base64,..."}}) is laid out exactly as tandem-server lays it out
 // (http/request_parse.cpp, http/image_request.cpp): its text parts joined with "\n", each image
 // the media marker; the rendered text tokenized around the markers as mtmd does; each image

@@ -47,8 +47,8 @@ ServeSettings parse_serve_flags(const std::vector<std::string>& args, ServeSetti
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (const auto* r = serve::find_setting<serve::EngineConfig>(serving, a)) {
-      // --encoder-cache changes no count of the slot's, but the encoder's work (predict_encoder).
-      if (r->changes_counts || r->long_name() == "--encoder-cache") {
+      // (--encoder-cache is one: it changes the encoder's work, which predict_encoder counts.)
+      if (r->changes_counts) {
         serve::apply_setting(*r, static_cast<serve::EngineConfig&>(s), args, i);
         continue;
       }

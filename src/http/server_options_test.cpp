@@ -111,6 +111,7 @@ TEST(ServerOptions, OneTableOfSettings) {
   EXPECT_EQ(counts, (std::set<std::string>{"--ctx-size", "--parallel", "--ctx-checkpoints", "--cache-ram",
                                            "--checkpoint-policy", "--min-gap", "--checkpoint-before-image",
                                            "--consolidate-batches", "--n-batch", "--image-min-tokens", "--image-max-tokens",
+                                           "--encoder-cache",
                                            "--n-ubatch", "--spec", "--draft-max", "--draft-min", "--draft-p-min",
                                            "--spec-mtp", "--spec-forced", "--draft-forced-max", "--spec-rollback-aware",
                                            "--spec-column-shared", "--spec-trimmed-head", "--spec-rollback"}));

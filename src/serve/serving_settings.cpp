@@ -153,7 +153,7 @@ std::vector<ServingSetting> make_table() {
                       "a request's \"image_max_tokens\" overrides it",
                       true, -1, 1 << 16, [](auto& c) -> auto& { return c.images.budget.max_tokens; }));
   t.push_back(int_row({"--encoder-cache"}, {}, "MIB",
-                      "encoded images kept by content and budget, 0 = none (default {})", false, 0, kBig,
+                      "encoded images kept by content and budget, 0 = none (default {})", true, 0, kBig,
                       [](auto& c) -> auto& { return c.images.encoder_cache_mib; }));
   t.push_back(int_row({"--max-images"}, {}, "N", "images one request may carry (default {})", false, 0, 1024,
                       [](auto& c) -> auto& { return c.images.max_per_request; }));

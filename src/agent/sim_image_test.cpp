@@ -22,6 +22,7 @@
 #include "agent/request_tokens.h"
 #include "agent/screenshot.h"
 #include "agent/sim.h"
+#include "agent/sim_test_util.h"
 #include "http/http_test_util.h"
 #include "http/request_log.h"
 #include "http/server.h"
@@ -176,36 +177,6 @@ TEST(Screenshots, RequestBodyAndLogImagesAsTheServerHasThem) {
   EXPECT_THROW(recorded_request_from_log(t, log), std::invalid_argument);
 }
 
-// Serves the bodies through tandem-server's HTTP front and engine (with the tiny mmproj) and
-// reads back the server's --log-requests log.
-void serve_and_log(const serve::EngineConfig& cfg, const std::vector<ojson>& bodies, const std::string& log_path,
-                   std::vector<ojson>& log) {
-  auto& tm = http::testing::TinyModel::get();
-  std::remove(log_path.c_str());
-  {
-    serve::Engine engine(*tm.model, *tm.tok, cfg, tm.vision());
-    http::RequestLog request_log(log_path);
-    engine.set_finish_hook([&request_log](const serve::EngineRequest& req, const serve::GenerationResult& r,
-                                          uint64_t id) { request_log.write(req, r, id); });
-    http::HttpServer server(engine, tm.tmpl, http::HttpServerConfig{});
-    const int port = server.start();
-    httplib::Client cli("127.0.0.1", port);
-    cli.set_read_timeout(300, 0);
-    for (const ojson& b : bodies) {
-      const auto res = cli.Post("/v1/chat/completions", b.dump(), "application/json");
-      ASSERT_TRUE(res) << "no response";
-      ASSERT_EQ(res->status, 200) << res->body;
-    }
-    server.stop();
-  }
-  std::ifstream in(log_path);
-  std::string line;
-  log.clear();
-  while (std::getline(in, line)) log.push_back(ojson::parse(line));
-  std::remove(log_path.c_str());
-  ASSERT_EQ(log.size(), bodies.size());
-}
-
 TEST(ReplayModelVsServer, EqualsTheServersRequestLogOnAScreenshotEpisode) {
   auto& tm = http::testing::TinyModel::get();
   // Two single screens and an episode of 6 steps; every step has a screenshot but the 2nd and
@@ -245,7 +216,8 @@ TEST(ReplayModelVsServer, EqualsTheServersRequestLogOnAScreenshotEpisode) {
     serve::EngineConfig cfg = st;  // the configuration is the server's EngineConfig
     cfg.n_parallel = 1;
     std::vector<ojson> log;
-    serve_and_log(cfg, bodies, ::testing::TempDir() + "/tandem-agent-image-log-" + std::to_string(::getpid()) + ".jsonl", log);
+    testing::serve_and_log(cfg, bodies, ::testing::TempDir() + "/tandem-agent-image-log-" + std::to_string(::getpid()) + ".jsonl",
+                           log, /*with_vision=*/true);
     if (HasFatalFailure()) return;
     ImageLayout layout = base;
     layout.budget = st.images.budget;

@@ -14,6 +14,7 @@
 #include "agent/episode_gen.h"
 #include "agent/request_tokens.h"
 #include "agent/sim.h"
+#include "agent/sim_test_util.h"
 #include "http/http_test_util.h"
 #include "http/request_log.h"
 #include "http/server.h"
@@ -24,34 +25,13 @@ namespace tandem::agent {
 namespace {
 
 using Trace = decltype(generate_trace({}));
+using testing::serve_and_log;
 
-// Serves the trace through tandem-server's HTTP front and engine with `cfg`, one request at a
-// time, and reads back the server's --log-requests log.
-void serve_and_log(const serve::EngineConfig& cfg, const Trace& gen, const std::string& log_path,
-                   std::vector<nlohmann::ordered_json>& log) {
-  auto& tm = http::testing::TinyModel::get();
-  std::remove(log_path.c_str());
-  {
-    serve::Engine engine(*tm.model, *tm.tok, cfg);
-    http::RequestLog request_log(log_path);
-    engine.set_finish_hook([&request_log](const serve::EngineRequest& req, const serve::GenerationResult& r,
-                                          uint64_t id) { request_log.write(req, r, id); });
-    http::HttpServer server(engine, tm.tmpl, http::HttpServerConfig{});
-    const int port = server.start();
-    httplib::Client cli("127.0.0.1", port);
-    cli.set_read_timeout(300, 0);
-    for (const auto& g : gen) {
-      const auto res = cli.Post("/v1/chat/completions", g.record.body.dump(), "application/json");
-      ASSERT_TRUE(res) << "no response";
-      ASSERT_EQ(res->status, 200) << res->body;
-    }
-    server.stop();
-  }
-  std::ifstream in(log_path);
-  std::string line;
-  log.clear();
-  while (std::getline(in, line)) log.push_back(nlohmann::ordered_json::parse(line));
-  ASSERT_EQ(log.size(), gen.size());
+// The trace's request bodies, in order.
+std::vector<nlohmann::ordered_json> bodies(const Trace& gen) {
+  std::vector<nlohmann::ordered_json> b;
+  for (const auto& g : gen) b.push_back(g.record.body);
+  return b;
 }
 
 TEST(ReplayModelVsServer, EqualsTheServersRequestLogOnTheDefaultTrace) {
@@ -75,7 +55,7 @@ TEST(ReplayModelVsServer, EqualsTheServersRequestLogOnTheDefaultTrace) {
       cfg.policy = st.policy;
       cfg.cache_ram_mib = st.cache_ram_mib;
       std::vector<nlohmann::ordered_json> log;
-      serve_and_log(cfg, gen, log_path, log);
+      serve_and_log(cfg, bodies(gen), log_path, log);
       if (HasFatalFailure()) return;
       std::vector<serve::RecordedRequest> recorded;
       for (size_t i = 0; i < gen.size(); ++i) {
@@ -116,7 +96,7 @@ TEST(ReplayModelVsServer, EqualsASpeculatingServersRequestLog) {
   serve::EngineConfig cfg = st;  // the configuration is the server's EngineConfig
   cfg.n_parallel = 1;
   std::vector<nlohmann::ordered_json> log;
-  serve_and_log(cfg, gen, log_path, log);
+  serve_and_log(cfg, bodies(gen), log_path, log);
   if (HasFatalFailure()) return;
   std::vector<serve::RecordedRequest> recorded;
   for (size_t i = 0; i < gen.size(); ++i) recorded.push_back(recorded_request_from_log(reqs[i], log[i]));

@@ -19,7 +19,8 @@
 #      short trace whose sparse screens attach synthetic screenshots (PNG beside the trace), replayed
 #      under stock (no encoder cache, as llama.cpp), Tandem (divergence + consolidation, no encoder
 #      cache) and Tandem with the encoder cache, at --image-max-tokens ${IMAGE_MAX_TOKENS:-128}
-#      (a 720x1560 screen at 1127 tokens takes ~16 s to encode on 2 cores); text and screenshot
+#      (a small budget keeps the step short on a CPU: encoder times per budget are in
+#      bench/RESULTS.md, "Vision encoder"); text and screenshot
 #      steps reported apart, and every logged request checked against the replay model.
 # Everything lands in build/demo/. Environment: BUILD (build directory, default build), JOBS (build
 # jobs, default 2), RUNS (replay runs per configuration, default 1), THREADS (server compute

@@ -108,13 +108,16 @@ void build_image_prompt(const serve::Engine& engine, std::string_view text, std:
   }
   req.images.clear();
   for (size_t i = 0; i < files.size(); ++i) {
+    const auto refuse = [&](const std::exception& e) {
+      return bad_request("'" + field + "': image " + std::to_string(i) + ": " + e.what(), field);
+    };
     try {
       // Resized now: a queued request holds the budget's pixels, not the file's.
       req.images.push_back(serve::request_image(vision::decode_image(files[i]), params, budget));
-    } catch (const vision::ImageError& e) {
-      throw bad_request("'" + field + "': image " + std::to_string(i) + ": " + e.what(), field);
-    } catch (const std::invalid_argument& e) {
-      throw bad_request("'" + field + "': image " + std::to_string(i) + ": " + e.what(), field);
+    } catch (const vision::ImageError& e) {  // undecodable, truncated, above a limit
+      throw refuse(e);
+    } catch (const std::invalid_argument& e) {  // a size the budget cannot lay out
+      throw refuse(e);
     }
   }
   vision::MultimodalPromptOptions mo;

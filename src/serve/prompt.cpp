@@ -92,11 +92,9 @@ int64_t common_prefix_with_images(std::span<const int32_t> a, std::span<const Im
   return L;
 }
 
-std::vector<ImageChunk> image_chunks(std::span<const PromptImage> images) {
-  std::vector<ImageChunk> out;
-  out.reserve(images.size());
+void image_chunks(std::span<const PromptImage> images, std::vector<ImageChunk>& out) {
+  out.clear();
   for (const PromptImage& im : images) out.push_back(im.chunk);
-  return out;
 }
 
 }  // namespace tandem::serve

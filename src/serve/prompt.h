@@ -74,7 +74,12 @@ int64_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b);
 int64_t common_prefix_with_images(std::span<const int32_t> a, std::span<const ImageChunk> ia,
                                   std::span<const int32_t> b, std::span<const ImageChunk> ib);
 
-// The chunks of a prompt's images.
-std::vector<ImageChunk> image_chunks(std::span<const PromptImage> images);
+// The chunks of a prompt's images, into `out` (cleared first; its capacity is reused).
+void image_chunks(std::span<const PromptImage> images, std::vector<ImageChunk>& out);
+inline std::vector<ImageChunk> image_chunks(std::span<const PromptImage> images) {
+  std::vector<ImageChunk> out;
+  image_chunks(images, out);
+  return out;
+}
 
 }  // namespace tandem::serve

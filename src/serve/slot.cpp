@@ -123,8 +123,7 @@ void Slot::add_checkpoint(int64_t pos, CheckpointOrigin origin, RecurrentCheckpo
 void Slot::restore_for(const Prompt& prompt) {
   const int64_t N = prompt.size();
   // llama.cpp's server: go through the prompt cache when the slot is a poor match.
-  prompt_chunks_.clear();
-  for (const PromptImage& im : prompt.images) prompt_chunks_.push_back(im.chunk);
+  image_chunks(prompt.images, prompt_chunks_);
   if (cache_ && cache_->should_update(cached_, cached_images_, prompt.tokens, prompt_chunks_)) {
     if (!cached_.empty()) {
       const size_t b = cache_->save(cached_, cached_images_, *backend_, held_);

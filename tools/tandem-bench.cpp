@@ -14,6 +14,12 @@
 // resource governor to release (a 64-token prompt + 4 decode steps, right after a warm
 // identical request), for each pause, alternating pauses run by run; also the governor's
 // own wake latency.
+//
+//   tandem-bench -m model.gguf --cold-start [--prompt 1500] [--reps 3]
+//
+// Cold start (issue 27, --unload-idle-s and --state-dir): the first load, then --reps unload /
+// reload cycles (median; mapping + binding, packing), and the rules' state of --prompt tokens
+// written to and read back from a state file (median) against recomputing them (a prefill).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,8 +29,14 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
+#include <filesystem>
+
 #include "model/qwen35_model.h"
 #include "runtime/cpu_features.h"
+#include "serve/model_backend.h"
+#include "serve/state_file.h"
 
 namespace {
 
@@ -100,6 +112,62 @@ int idle_bench(tandem::Qwen35Model& model, const std::string& pauses_arg, int re
   return 0;
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int cold_start_bench(tandem::Qwen35Model& model, double load_ms, int prompt, int reps) {
+  namespace serve = tandem::serve;
+  std::vector<double> unload, map, pack;
+  for (int r = 0; r < reps; ++r) {
+    const double t0 = now_ms();
+    model.unload_weights();
+    unload.push_back(now_ms() - t0);
+    const tandem::Qwen35Model::ReloadTimes t = model.reload_weights();
+    map.push_back(t.map_ms);
+    pack.push_back(t.pack_ms);
+  }
+  // The rules' state: a prompt of `prompt` tokens, as a slot holds it after its first request.
+  std::mt19937 rng(7);
+  std::vector<int32_t> toks(static_cast<size_t>(prompt));
+  for (auto& x : toks) x = static_cast<int32_t>(rng() % 1000 + 10);
+  serve::ModelBackend backend(model, prompt + 1);
+  std::vector<double> prefill, write, read;
+  serve::PromptCacheEntry e;
+  for (int r = 0; r < reps; ++r) {
+    backend.reset();
+    const double t0 = now_ms();
+    backend.run(toks, {}, true, {});
+    prefill.push_back(now_ms() - t0);
+  }
+  e.tokens = toks;
+  e.state = backend.save_sequence();
+  const serve::StateFileIdentity id{model.fingerprint(), backend.state_layout()};
+  const auto path = std::filesystem::temp_directory_path() / ("tandem-bench-state-" + std::to_string(::getpid()));
+  uint64_t bytes = 0;
+  for (int r = 0; r < reps; ++r) {
+    double t0 = now_ms();
+    bytes = serve::write_state_file(path, e, id);
+    write.push_back(now_ms() - t0);
+    t0 = now_ms();
+    const serve::PromptCacheEntry back = serve::read_state_file(path, id, backend);
+    backend.load_sequence(*back.state);
+    read.push_back(now_ms() - t0);
+  }
+  std::filesystem::remove(path);
+  std::printf("tier %s, threads %d, %d reps (medians)\n", tandem::cpu_tier_name(model.cpu_tier()), model.pool().size(), reps);
+  std::printf("| part | ms |\n|---|---|\n");
+  std::printf("| first load (map, bind, pack; the file in the page cache) | %.1f |\n", load_ms);
+  std::printf("| unload (unmap, free the packed copies) | %.1f |\n", median(unload));
+  std::printf("| reload: map + check + bind | %.1f |\n", median(map));
+  std::printf("| reload: pack for the matrix path (%.1f MiB) | %.1f |\n", model.packed_weight_bytes() / 1048576.0, median(pack));
+  std::printf("| state file of %d tokens (%.1f MiB): write (synced) | %.1f |\n", prompt, bytes / 1048576.0, median(write));
+  std::printf("| state file of %d tokens: read, check, load into a slot | %.1f |\n", prompt, median(read));
+  std::printf("| recompute those %d tokens instead (one prefill) | %.1f |\n", prompt, median(prefill));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -108,6 +176,8 @@ int main(int argc, char** argv) {
   double bandwidth = 0;
   std::string idle_pauses;
   int idle_release_ms = 500;
+  bool cold_start = false;
+  bool prompt_given = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -115,7 +185,8 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "-m") model_path = next();
-    else if (a == "--prompt") prompt = std::atoi(next().c_str());
+    else if (a == "--prompt") prompt = std::atoi(next().c_str()), prompt_given = true;
+    else if (a == "--cold-start") cold_start = true;
     else if (a == "--decode") decode = std::atoi(next().c_str());
     else if (a == "--threads" || a == "-t") threads = std::atoi(next().c_str());
     else if (a == "--reps") reps = std::atoi(next().c_str());
@@ -123,7 +194,7 @@ int main(int argc, char** argv) {
     else if (a == "--bandwidth-gbs") bandwidth = std::atof(next().c_str());
     else if (a == "--idle-pauses") idle_pauses = next();
     else if (a == "--idle-release-ms") idle_release_ms = std::atoi(next().c_str());
-    else { std::fprintf(stderr, "usage: tandem-bench -m MODEL [--prompt N] [--decode N] [--threads N] [--reps N] [--cpu-path T] [--bandwidth-gbs X]\n"); return 2; }
+    else { std::fprintf(stderr, "usage: tandem-bench -m MODEL [--prompt N] [--decode N] [--threads N] [--reps N] [--cpu-path T] [--bandwidth-gbs X] [--idle-pauses LIST] [--cold-start]\n"); return 2; }
   }
   if (model_path.empty() || prompt < 1 || decode < 1 || reps < 1) {
     std::fprintf(stderr, "tandem-bench: -m MODEL required; --prompt/--decode/--reps must be >= 1\n");
@@ -137,8 +208,11 @@ int main(int argc, char** argv) {
       if (!t) throw std::runtime_error("--cpu-path: expected scalar, avx2, avx512 or amx");
       load.tier = *t;  // lowered to the machine's best by the model
     }
+    const double t_load = now_ms();
     auto model = tandem::Qwen35Model::load(model_path, load);
+    const double load_ms = now_ms() - t_load;
     const auto& hp = model->hparams();
+    if (cold_start) return cold_start_bench(*model, load_ms, prompt_given ? prompt : 1500, reps);
     if (!idle_pauses.empty()) return idle_bench(*model, idle_pauses, idle_release_ms, reps);
     std::mt19937 rng(1);
     std::uniform_int_distribution<int32_t> dist(0, static_cast<int32_t>(std::min<int64_t>(hp.n_vocab, 100000) - 1));

@@ -3,7 +3,8 @@
 //   tandem-server -m model.gguf --port 8080 --parallel 4
 //   tandem-server -m model.gguf --port 0          # prints the port it picked
 //
-// Stops on SIGINT / SIGTERM: requests in flight are cancelled, the slots' states freed.
+// Stops on SIGINT / SIGTERM: requests in flight are cancelled; with --state-dir the slots and the
+// prompt cache are written there (a restart loads them), otherwise the states are freed.
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -76,6 +77,12 @@ int main(int argc, char** argv) {
                    cpu_tier_name(vision->cpu_tier()));
     }
     serve::Engine engine(*model, *tok, opt.engine, vision.get());
+    if (!opt.engine.state_dir.empty()) {
+      const serve::LifecycleStats L = engine.snapshot().lifecycle;
+      std::fprintf(stderr, "tandem-server: state dir %s: %llu files loaded (%.1f MiB), %llu refused\n",
+                   opt.engine.state_dir.c_str(), static_cast<unsigned long long>(L.state_files_loaded),
+                   L.state_bytes_loaded / 1048576.0, static_cast<unsigned long long>(L.state_files_refused));
+    }
     std::unique_ptr<http::RequestLog> log;
     if (!opt.log_requests.empty()) {
       log = std::make_unique<http::RequestLog>(opt.log_requests);

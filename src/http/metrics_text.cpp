@@ -166,6 +166,28 @@ std::string prometheus_text(const serve::EngineSnapshot& s) {
   w.one("tandem_governor_max_wake_latency_ms", "gauge", "Longest re-acquire.", g.max_wake_latency_ms);
   w.one("tandem_governor_released", "gauge", "1 while resources are released.", g.released ? 1 : 0);
 
+  // Energy figures (issue 27; serve/compute_meter.h). Package energy is exported only where RAPL
+  // is readable: an absent series, not a 0, where it is not (tandem_energy_available says which,
+  // GET /props why).
+  const serve::EnergyFigures& e = s.energy;
+  w.one("tandem_request_cpu_seconds_total", "counter",
+        "CPU time of the compute threads (scheduler and pool workers) over the requests' steps.", t.cpu_ms / 1000.0);
+  w.one("tandem_compute_cpu_seconds_total", "counter",
+        "CPU time of the compute threads since the engine started, idle and between steps included.",
+        e.compute_cpu_seconds);
+  w.one("tandem_process_cpu_seconds_total", "counter", "Total user and system CPU time of the process (every thread).",
+        e.process_cpu_seconds);
+  w.one("tandem_energy_available", "gauge", "1 when RAPL package energy is readable (the energy series exist).",
+        e.package_joules ? 1 : 0);
+  if (e.package_joules) {
+    w.one("tandem_package_energy_joules_total", "counter",
+          "RAPL package energy since the engine started, machine-wide (other processes included).", *e.package_joules);
+    w.one("tandem_request_energy_joules_total", "counter",
+          "RAPL package energy (machine-wide) while the requests' steps ran.", t.energy_j);
+    w.one("tandem_request_energy_requests_total", "counter", "Requests with an energy figure (the sum's denominator).",
+          d(t.energy_requests));
+  }
+
   // Current switches.
   w.family("tandem_config_info", "gauge", "The serving configuration now in force (labels).");
   w.sample("tandem_config_info", 1,

@@ -1,5 +1,7 @@
 #include "serve/engine.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <chrono>
 #include <limits>
@@ -29,6 +31,12 @@ EngineConfig for_model(EngineConfig cfg, const Qwen35Model& model) {
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
+
+template <typename F>
+struct ScopeExit {
+  F f;
+  ~ScopeExit() { f(); }
+};
 }  // namespace
 
 std::string_view to_string(SlotPhase p) {
@@ -91,6 +99,8 @@ struct Engine::SlotRun {
   int64_t images_encoded = 0, encoder_cache_hits = 0;
   double encoder_ms = 0;
   Clock::time_point assigned, prefill_end, last_token;
+  std::optional<MeterReading> step_from;  // the meter at the start of the running step
+  RequestSpend spent;                     // the request's steps so far
 };
 
 Engine::Engine(Qwen35Model& model, const text::Tokenizer& tok, EngineConfig cfg, vision::VisionModel* vision)
@@ -130,7 +140,12 @@ Engine::Engine(Qwen35Model& model, const text::Tokenizer& tok, EngineConfig cfg,
     refresh_locked(*slots_.back());
   }
   counters_.prompt_cache_budget_bytes = cfg_.cache_ram_mib > 0 ? cache_.budget_bytes() : 0;
+  ThreadCpuClock compute(model_.pool().worker_cpu_clocks());
+  if (vision_) compute.add(vision_->pool().worker_cpu_clocks());
+  meter_ = std::make_unique<ComputeMeter>(std::move(compute), cfg_.powercap_root);
   thread_ = std::thread([this] { loop(); });
+  clockid_t scheduler{};
+  if (pthread_getcpuclockid(thread_.native_handle(), &scheduler) == 0) meter_->add_thread(scheduler);
 }
 
 Engine::~Engine() {
@@ -295,6 +310,7 @@ EngineSnapshot Engine::snapshot() const {
   s.encoder_cache = encoder_cache_.stats();
   s.encoder_cache.budget_bytes = vision_ ? cfg_.images.encoder_cache_mib << 20 : 0;
   s.governor = model_.governor().stats();
+  s.energy = meter_->figures();
   s.packed_weight_bytes = model_.packed_weight_bytes();
   return s;
 }
@@ -427,7 +443,15 @@ void Engine::loop() {
   }
 }
 
+void Engine::charge(SlotRun& s) {
+  if (!s.step_from) return;
+  s.spent.add(*s.step_from, meter_->read());
+  s.step_from.reset();
+}
+
 void Engine::step(SlotRun& s) {
+  s.step_from = meter_->read();
+  const ScopeExit charged{[&] { charge(s); }};  // finish() charges first when the step ends the request
   if (s.p->gen->cancel_requested()) return finish(s, FinishReason::Cancelled);
   if (s.p->deadline && Clock::now() >= *s.p->deadline) return finish(s, FinishReason::Timeout);
   try {
@@ -595,6 +619,9 @@ void Engine::finish(SlotRun& s, FinishReason reason, std::string error) {
   r.stats.images_encoded = s.images_encoded;
   r.stats.encoder_cache_hits = s.encoder_cache_hits;
   r.stats.encoder_ms = s.encoder_ms;
+  charge(s);
+  s.spent.to_stats(r.stats);
+  s.spent = RequestSpend{};
   s.prompt_images.clear();
   s.image_rows.clear();  // the rows stay only in the encoder cache
   std::unique_ptr<Pending> p = std::move(s.p);

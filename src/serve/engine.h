@@ -29,6 +29,7 @@
 
 #include "grammar/grammar_cache.h"
 #include "runtime/resource_governor.h"
+#include "serve/compute_meter.h"
 #include "serve/encoder_cache.h"
 #include "serve/generation.h"
 #include "serve/policy_factory.h"
@@ -69,6 +70,8 @@ struct EngineConfig {
     size_t encoder_cache_mib = 256; // encoded images kept by identity; 0: none
     int max_per_request = 8;
   } images;
+  // Where package energy is read (runtime/energy_meter.h: RAPL zones); tests point it at a fake tree.
+  std::string powercap_root = kPowercapRoot;
 };
 
 struct GenerationParams {
@@ -153,6 +156,7 @@ struct EngineSnapshot {
   EncoderCacheStats encoder_cache;
   grammar::GrammarCacheStats grammar_cache;
   int64_t grammar_requests = 0;  // requests with a grammar
+  EnergyFigures energy;          // CPU time and package energy since the engine started
 };
 
 class Engine {
@@ -222,6 +226,7 @@ class Engine {
   void finish(SlotRun& s, FinishReason reason, std::string error = {});
   void refresh_locked(SlotRun& s);  // scheduler thread (or the constructor), mu_ held
   void complete(const EngineRequest& req, Generation& gen, GenerationResult&& r);
+  void charge(SlotRun& s);  // the running step's CPU time and energy to the slot's request
   void wake();
 
   // The rows of image i of the request in slot s: from the encoder cache, or encoded now.
@@ -248,6 +253,7 @@ class Engine {
   uint64_t use_clock_ = 0;
   int busy_ = 0;             // slots holding a request
   EngineSnapshot counters_;  // totals, counters and prompt-cache sizes
+  std::unique_ptr<ComputeMeter> meter_;
   std::thread thread_;
 };
 

@@ -1,12 +1,14 @@
 #include "serve/compute_meter.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace tandem::serve {
 
 void RequestSpend::add(const MeterReading& from, const MeterReading& to) {
   metered = true;
-  cpu_ns += to.cpu_ns - from.cpu_ns;
+  // A thread that exited during the step (a pool rebuilt) reads 0: never a negative share.
+  cpu_ns += std::max<int64_t>(0, to.cpu_ns - from.cpu_ns);
   if (from.joules && to.joules) joules += *to.joules - *from.joules;
   else energy = false;
 }

@@ -8,6 +8,9 @@
 // nothing else runs on these threads meanwhile). The HTTP threads (parsing, tokenizing, writing
 // answers) are not compute threads: process_cpu_seconds counts them with everything else.
 //
+// The set of threads is fixed when the engine starts: whatever replaces the model's thread pool
+// (an unload and reload) must give the engine a new ComputeMeter, or the new workers go uncounted.
+//
 // Package energy (runtime/energy_meter.h) is read the same way where RAPL is readable; it is the
 // machine's, so it includes other processes running during the step. Unavailable: nullopt
 // (null in JSON), never 0.

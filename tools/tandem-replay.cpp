@@ -22,6 +22,13 @@
 // file as an image_url part (a base64 data: URL) after its text; the encoder's ms, the image rows
 // and the encoder cache's hits are recorded per step, and the summary and the plots show text and
 // screenshot steps apart (DIR/screenshots.png: encoder ms and image rows per screenshot step).
+// Energy figures (issue 27): each step's cpu_ms (CPU time of the server's compute threads) and
+// energy_j (RAPL package energy, machine-wide; null where the server cannot read RAPL) go into
+// steps.csv and, as CPU-seconds and joules per step, next to the step time in the summary.
+// `--idle S` (the paper's standby comparison) keeps each started server idle for S seconds after
+// its last step and reads its /metrics before and after: process and compute-thread CPU ms
+// per minute, package joules per minute and the seconds its resources were released (give one
+// configuration --idle-release-ms 0 and another a short release to compare them side by side).
 // Writes DIR/steps.csv, DIR/answers.jsonl, DIR/summary.md and, with gnuplot, DIR/latency.png and
 // DIR/tokens.png. Exits 3 (after writing them) when an answer of a constrained configuration does
 // not parse.
@@ -41,6 +48,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agent/action.h"
@@ -76,6 +84,8 @@ void usage() {
                "  --out DIR                results (default replay-out)\n"
                "  --timeout S              per request (default 600)\n"
                "  --limit N                only the first N requests\n"
+               "  --idle S                 after the last step, keep each Tandem server idle S seconds and report\n"
+               "                           its CPU time and package joules per minute from /metrics (0: off)\n"
                "  --action-max-tokens N    max_tokens of a constrained configuration's requests (default %d: the\n"
                "                           longest answer agent-action.schema.json admits, one byte per token)\n"
                "A configuration's flags may include --action-schema FILE (a replay option, not passed to the\n"
@@ -235,6 +245,10 @@ struct Row {
   bool screenshot = false;
   int64_t images = -1, image_rows = -1, image_rows_prefilled = -1, images_encoded = -1, encoder_cache_hits = -1;
   double encoder_ms = 0;
+  // Energy figures: the compute threads' CPU ms (-1: not reported) and package joules (nullopt:
+  // not reported, or null: no readable RAPL on the server).
+  double cpu_ms = -1;
+  std::optional<double> energy_j;
   // Trunk passes on the decode side: one per emitted token, less the drafts accepted with it
   // (a verify pass emits its accepted drafts plus one token).
   int64_t decode_passes() const {
@@ -257,6 +271,61 @@ int64_t geti(const ojson& t, const char* key) {
 double getd(const ojson& t, const char* key) {
   const auto it = t.find(key);
   return it != t.end() && it->is_number() ? it->get<double>() : 0;
+}
+
+// The unlabelled samples of a Prometheus text (name -> value).
+std::map<std::string, double> prometheus_samples(const std::string& text) {
+  std::map<std::string, double> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.empty() || line[0] == '#' || line.find('{') != std::string::npos) continue;
+    const size_t sp = line.rfind(' ');
+    if (sp == std::string::npos) continue;
+    try {
+      out[line.substr(0, sp)] = std::stod(line.substr(sp + 1));
+    } catch (const std::exception&) {
+    }
+  }
+  return out;
+}
+
+// An idle window after a configuration's last step: what its /metrics counted meanwhile.
+struct IdleRow {
+  std::string config;
+  int run = 0;
+  double seconds = 0;
+  double process_cpu_s = -1, compute_cpu_s = -1, released_s = -1;
+  std::optional<double> package_j;
+};
+
+IdleRow measure_idle(httplib::Client& cli, const std::string& config, int run, int idle_s) {
+  IdleRow row;
+  row.config = config;
+  row.run = run;
+  auto scrape = [&]() -> std::map<std::string, double> {
+    const auto r = cli.Get("/metrics");
+    if (!r || r->status != 200) return {};
+    return prometheus_samples(r->body);
+  };
+  const auto m0 = scrape();
+  const auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::seconds(idle_s));
+  const auto m1 = scrape();
+  row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto delta = [&](const char* name) -> std::optional<double> {
+    const auto a = m0.find(name), b = m1.find(name);
+    if (a == m0.end() || b == m1.end()) return std::nullopt;
+    return b->second - a->second;
+  };
+  row.process_cpu_s = delta("tandem_process_cpu_seconds_total").value_or(-1);
+  row.compute_cpu_s = delta("tandem_compute_cpu_seconds_total").value_or(-1);
+  row.released_s = delta("tandem_governor_released_seconds_total").value_or(-1);
+  row.package_j = delta("tandem_package_energy_joules_total");
+  return row;
 }
 
 void progress(const std::string& label, size_t done, size_t total) {
@@ -340,6 +409,7 @@ int main(int argc, char** argv) {
   int timeout_s = 600;
   size_t limit = 0;
   int action_max_tokens = kDefaultActionMaxTokens;
+  int idle_s = 0;
   size_t constrained_unparsed = 0;
   try {
     for (int i = 1; i < argc; ++i) {
@@ -358,6 +428,7 @@ int main(int argc, char** argv) {
       else if (a == "--timeout") timeout_s = std::stoi(value());
       else if (a == "--limit") limit = std::stoul(value());
       else if (a == "--action-max-tokens") action_max_tokens = std::stoi(value());
+      else if (a == "--idle") idle_s = std::stoi(value());
       else if (a == "-h" || a == "--help") {
         usage();
         return 0;
@@ -367,6 +438,7 @@ int main(int argc, char** argv) {
     if (configs.empty()) throw std::invalid_argument("at least one --config is required");
     if (runs < 1) throw std::invalid_argument("--runs must be >= 1");
     if (action_max_tokens < 1) throw std::invalid_argument("--action-max-tokens must be >= 1");
+    if (idle_s < 0) throw std::invalid_argument("--idle must be >= 0");
     for (const Config& c : configs)
       if (c.url.empty() && model.empty()) throw std::invalid_argument("configuration '" + c.name + "' starts a server: --model is required");
     if (server_bin.empty()) server_bin = (fs::path(argv[0]).parent_path() / "tandem-server").string();
@@ -416,6 +488,7 @@ int main(int argc, char** argv) {
     }
 
     std::vector<Row> rows;
+    std::vector<IdleRow> idle_rows;
     for (int run = 1; run <= runs; ++run) {
       for (const Config& cfg : configs) {
         const std::string label = "run " + std::to_string(run) + "/" + std::to_string(runs) + " " + cfg.name;
@@ -490,6 +563,8 @@ int main(int argc, char** argv) {
           r.images_encoded = geti(t, "images_encoded");
           r.encoder_cache_hits = geti(t, "encoder_cache_hits");
           r.encoder_ms = getd(t, "encoder_ms");
+          if (t.contains("cpu_ms") && t["cpu_ms"].is_number()) r.cpu_ms = t["cpu_ms"].get<double>();
+          if (t.contains("energy_j") && t["energy_j"].is_number()) r.energy_j = t["energy_j"].get<double>();
           if (j.contains("choices") && j["choices"].is_array() && !j["choices"].empty()) {
             const ojson& ch = j["choices"][0];
             if (ch.contains("finish_reason") && ch["finish_reason"].is_string()) r.finish_reason = ch["finish_reason"].get<std::string>();
@@ -503,6 +578,10 @@ int main(int argc, char** argv) {
           rows.push_back(r);
         }
         progress(label, trace.size(), trace.size());
+        if (idle_s > 0) {
+          std::fprintf(stderr, "%s: idle for %d s\n", label.c_str(), idle_s);
+          idle_rows.push_back(measure_idle(cli, cfg.name, run, idle_s));
+        }
         if (server) server->stop();
       }
     }
@@ -513,7 +592,7 @@ int main(int argc, char** argv) {
       csv << "config,run,request,episode,step,latency_ms,prompt_ms,predicted_ms,n_prompt,cache_n,new_tokens,kv_bound,"
              "passes,checkpoints_created,checkpoints_restored,predicted_n,finish_reason,parsed,decode_passes,"
              "drafts_proposed,drafts_accepted,drafts_forced,drafts_forced_accepted,drafts_mtp,verify_passes,grammar_ms,"
-             "screenshot,images,image_rows,image_rows_prefilled,images_encoded,encoder_cache_hits,encoder_ms\n";
+             "screenshot,images,image_rows,image_rows_prefilled,images_encoded,encoder_cache_hits,encoder_ms,cpu_ms,energy_j\n";
       for (const Row& r : rows)
         csv << '"' << r.config << "\"," << r.run << ',' << r.request << ',' << r.episode << ',' << r.step << ','
             << fmt(r.latency_ms, 2) << ',' << fmt(r.prompt_ms, 2) << ',' << fmt(r.predicted_ms, 2) << ',' << r.n_prompt
@@ -523,7 +602,8 @@ int main(int argc, char** argv) {
             << r.drafts_forced_accepted << ',' << r.drafts_mtp << ',' << r.verify_passes << ','
             << (r.grammar_ms < 0 ? std::string("-1") : fmt(r.grammar_ms, 3)) << ',' << (r.screenshot ? 1 : 0) << ','
             << r.images << ',' << r.image_rows << ',' << r.image_rows_prefilled << ',' << r.images_encoded << ','
-            << r.encoder_cache_hits << ',' << fmt(r.encoder_ms, 2) << '\n';
+            << r.encoder_cache_hits << ',' << fmt(r.encoder_ms, 2) << ',' << fmt(r.cpu_ms, 2) << ','
+            << (r.energy_j ? fmt(*r.energy_j, 4) : std::string()) << '\n';
     }
     // answers.jsonl: every answer, and why it does not parse.
     {
@@ -537,16 +617,16 @@ int main(int argc, char** argv) {
     }
 
     // Means per configuration over requests 2..n of every run (the first request prefills everything).
-    std::string md = "| configuration | runs | step ms | prompt ms | decode ms | new prompt tokens (N-R) | KV bound (N-L) | passes | checkpoints created / run |\n"
-                     "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    std::string md = "| configuration | runs | step ms | CPU s / step | package J / step | prompt ms | decode ms | new prompt tokens (N-R) | KV bound (N-L) | passes | checkpoints created / run |\n"
+                     "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     auto mean_or_dash = [](double s, size_t n, int prec) { return n ? fmt(s / static_cast<double>(n), prec) : std::string("-"); };
     // With screenshot steps: a row for all steps, then text steps and screenshot steps apart.
     std::vector<std::pair<std::string, int>> kinds = {{"", -1}};
     if (any_screenshot) kinds = {{"", -1}, {" (text steps)", 0}, {" (screenshot steps)", 1}};
     for (const Config& cfg : configs)
       for (const auto& [kind_label, kind] : kinds) {
-      double lat = 0, pms = 0, dms = 0, nt = 0, kv = 0, ps = 0, cr = 0;
-      size_t n = 0, n_kv = 0, n_ps = 0, n_cr = 0;
+      double lat = 0, pms = 0, dms = 0, nt = 0, kv = 0, ps = 0, cr = 0, cpu = 0, joules = 0;
+      size_t n = 0, n_kv = 0, n_ps = 0, n_cr = 0, n_cpu = 0, n_j = 0;
       for (const Row& r : rows) {
         if (r.config != cfg.name) continue;
         if (kind >= 0 && r.screenshot != (kind == 1)) continue;
@@ -555,9 +635,12 @@ int main(int argc, char** argv) {
         lat += r.latency_ms, pms += r.prompt_ms, dms += r.predicted_ms, nt += static_cast<double>(r.new_tokens), ++n;
         if (r.kv_bound >= 0) kv += static_cast<double>(r.kv_bound), ++n_kv;
         if (r.passes >= 0) ps += static_cast<double>(r.passes), ++n_ps;
+        if (r.cpu_ms >= 0) cpu += r.cpu_ms / 1000.0, ++n_cpu;
+        if (r.energy_j) joules += *r.energy_j, ++n_j;
       }
       if (kind >= 0 && n_cr == 0 && n == 0) continue;  // no steps of this kind
-      md += "| " + cfg.name + kind_label + " | " + std::to_string(runs) + " | " + mean_or_dash(lat, n, 1) + " | " + mean_or_dash(pms, n, 1) +
+      md += "| " + cfg.name + kind_label + " | " + std::to_string(runs) + " | " + mean_or_dash(lat, n, 1) + " | " +
+            mean_or_dash(cpu, n_cpu, 3) + " | " + mean_or_dash(joules, n_j, 2) + " | " + mean_or_dash(pms, n, 1) +
             " | " + mean_or_dash(dms, n, 1) + " | " + mean_or_dash(nt, n, 1) + " | " + mean_or_dash(kv, n_kv, 1) + " | " +
             mean_or_dash(ps, n_ps, 2) + " | " + (n_cr ? fmt(cr / runs, 1) : std::string("-")) + " |\n";
     }
@@ -586,6 +669,23 @@ int main(int argc, char** argv) {
               mean_or_dash(pre, n, 1) + " | " + mean_or_dash(encd, n, 2) + " | " + mean_or_dash(hits, n, 2) + " | " +
               mean_or_dash(nt, n, 1) + " | " + mean_or_dash(ps, n, 2) + " |\n";
       }
+    }
+    md += "\nCPU s / step: the server's compute threads (scheduler and pool workers, `timings.cpu_ms`); package J / "
+          "step: RAPL package energy while the step ran, machine-wide (`timings.energy_j`; - where the server cannot "
+          "read RAPL).\n";
+    if (!idle_rows.empty()) {
+      // CPU in ms per minute: an idle server's figures are small, and a rounded 0.0000 s would read as "none".
+      auto per_min = [](double v, double s, int prec) { return v < 0 || s <= 0 ? std::string("-") : fmt(v * 60.0 / s, prec); };
+      md += "\nIdle after the last step (from the server's /metrics; per minute of the window; the window starts at the "
+            "last answer, so a release after --idle-release-ms falls inside it):\n\n"
+            "| configuration | run | window s | released s | process CPU ms / min | compute-thread CPU ms / min | package J / min |\n"
+            "|---|---:|---:|---:|---:|---:|---:|\n";
+      for (const IdleRow& r : idle_rows)
+        md += "| " + r.config + " | " + std::to_string(r.run) + " | " + fmt(r.seconds, 1) + " | " +
+              (r.released_s < 0 ? std::string("-") : fmt(r.released_s, 1)) + " | " +
+              per_min(r.process_cpu_s < 0 ? -1 : r.process_cpu_s * 1e3, r.seconds, 3) + " | " +
+              per_min(r.compute_cpu_s < 0 ? -1 : r.compute_cpu_s * 1e3, r.seconds, 3) + " | " +
+              (r.package_j ? per_min(*r.package_j, r.seconds, 1) : std::string("- (no RAPL)")) + " |\n";
     }
     md += "\n" + actions_table(configs, rows);
     std::ofstream(out_dir + "/summary.md") << md;

@@ -181,6 +181,27 @@ std::string prometheus_text(const serve::EngineSnapshot& s) {
         "State files refused (another model or layout, truncated, corrupted) or not written.", d(L.state_files_refused));
   w.one("tandem_state_bytes_written_total", "counter", "Bytes of state files written.", d(L.state_bytes_written));
   w.one("tandem_state_bytes_loaded_total", "counter", "Bytes of state files loaded.", d(L.state_bytes_loaded));
+  // Energy figures (issue 27; serve/compute_meter.h). Package energy is exported only where RAPL
+  // is readable: an absent series, not a 0, where it is not (tandem_energy_available says which,
+  // GET /props why).
+  const serve::EnergyFigures& e = s.energy;
+  w.one("tandem_request_cpu_seconds_total", "counter",
+        "CPU time of the compute threads (scheduler and pool workers) over the requests' steps.", t.cpu_ms / 1000.0);
+  w.one("tandem_compute_cpu_seconds_total", "counter",
+        "CPU time of the compute threads since the engine started, idle and between steps included.",
+        e.compute_cpu_seconds);
+  w.one("tandem_process_cpu_seconds_total", "counter", "Total user and system CPU time of the process (every thread).",
+        e.process_cpu_seconds);
+  w.one("tandem_energy_available", "gauge", "1 when RAPL package energy is readable (the energy series exist).",
+        e.package_joules ? 1 : 0);
+  if (e.package_joules) {
+    w.one("tandem_package_energy_joules_total", "counter",
+          "RAPL package energy since the engine started, machine-wide (other processes included).", *e.package_joules);
+    w.one("tandem_request_energy_joules_total", "counter",
+          "RAPL package energy (machine-wide) while the requests' steps ran.", t.energy_j);
+    w.one("tandem_request_energy_requests_total", "counter", "Requests with an energy figure (the sum's denominator).",
+          d(t.energy_requests));
+  }
 
   // Current switches.
   w.family("tandem_config_info", "gauge", "The serving configuration now in force (labels).");

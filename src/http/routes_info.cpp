@@ -122,6 +122,12 @@ void HttpServer::props_get(const httplib::Request&, httplib::Response& res) {
                                          {"state_files_written", s.lifecycle.state_files_written},
                                          {"state_files_loaded", s.lifecycle.state_files_loaded},
                                          {"state_files_refused", s.lifecycle.refused}}},
+                      // Energy figures (issue 27): whether package energy is readable, and why not.
+                      {"energy", Json{{"cpu_time", "compute threads (scheduler + pool workers)"},
+                                      {"compute_threads", s.energy.compute_threads},
+                                      {"package_energy", s.energy.package_joules.has_value()},
+                                      {"package_zones", s.energy.energy_zones},
+                                      {"unavailable_reason", s.energy.package_joules ? Json() : Json(s.energy.energy_unavailable)}}},
                       {"settings", settings_json(s, c)}});
 }
 

@@ -1,5 +1,7 @@
 #include "runtime/thread_pool.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -33,7 +35,11 @@ int ThreadPool::physical_cores() {
 
 ThreadPool::ThreadPool(int n_threads, int spin_us)
     : n_threads_(n_threads > 0 ? n_threads : physical_cores()), spin_us_(spin_us) {
-  for (int i = 1; i < n_threads_; ++i) threads_.emplace_back([this, i] { worker(i); });
+  for (int i = 1; i < n_threads_; ++i) {
+    threads_.emplace_back([this, i] { worker(i); });
+    clockid_t c{};
+    if (pthread_getcpuclockid(threads_.back().native_handle(), &c) == 0) worker_clocks_.push_back(c);
+  }
 }
 
 ThreadPool::~ThreadPool() {

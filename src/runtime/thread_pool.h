@@ -16,6 +16,8 @@
 // block at once, and back to re-acquire.
 #pragma once
 
+#include <time.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -49,6 +51,9 @@ class ThreadPool {
   int spin_us() const { return spin_us_.load(std::memory_order_relaxed); }
   // Jobs run so far (for tests and metrics).
   uint64_t jobs() const { return jobs_.load(std::memory_order_relaxed); }
+  // The workers' CPU clocks (runtime/cpu_clock.h; not the caller's, thread 0 of every job):
+  // what the engine counts as compute time with its scheduler thread's.
+  const std::vector<clockid_t>& worker_cpu_clocks() const { return worker_clocks_; }
 
   static int physical_cores();
 
@@ -78,6 +83,7 @@ class ThreadPool {
   std::atomic<uint64_t> jobs_{0};
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;
+  std::vector<clockid_t> worker_clocks_;
 };
 
 }  // namespace tandem

@@ -1,6 +1,8 @@
 #include "serve/engine.h"
 #include "serve/engine_parts.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <chrono>
@@ -24,6 +26,11 @@ EngineConfig for_model(EngineConfig cfg, const Qwen35Model& model) {
   return cfg;
 }
 
+template <typename F>
+struct ScopeExit {
+  F f;
+  ~ScopeExit() { f(); }
+};
 }  // namespace
 
 std::string_view to_string(SlotPhase p) {
@@ -90,7 +97,12 @@ Engine::Engine(Qwen35Model& model, const text::Tokenizer& tok, EngineConfig cfg,
     counters_.prompt_cache_entries = cache_.entries();
   }
   last_work_ = Clock::now();
+  ThreadCpuClock compute(model_.pool().worker_cpu_clocks());
+  if (vision_) compute.add(vision_->pool().worker_cpu_clocks());
+  meter_ = std::make_unique<ComputeMeter>(std::move(compute), cfg_.powercap_root);
   thread_ = std::thread([this] { loop(); });
+  clockid_t scheduler{};
+  if (pthread_getcpuclockid(thread_.native_handle(), &scheduler) == 0) meter_->add_thread(scheduler);
 }
 
 Engine::~Engine() {
@@ -263,6 +275,7 @@ EngineSnapshot Engine::snapshot() const {
   s.encoder_cache = encoder_cache_.stats();
   s.encoder_cache.budget_bytes = vision_ ? cfg_.images.encoder_cache_mib << 20 : 0;
   s.governor = model_.governor().stats();
+  s.energy = meter_->figures();
   s.packed_weight_bytes = model_.packed_weight_bytes();
   return s;
 }
@@ -430,7 +443,15 @@ void Engine::loop() {
   }
 }
 
+void Engine::charge(SlotRun& s) {
+  if (!s.step_from) return;
+  s.spent.add(*s.step_from, meter_->read());
+  s.step_from.reset();
+}
+
 void Engine::step(SlotRun& s) {
+  s.step_from = meter_->read();
+  const ScopeExit charged{[&] { charge(s); }};  // finish() charges first when the step ends the request
   if (s.p->gen->cancel_requested()) return finish(s, FinishReason::Cancelled);
   if (s.p->deadline && Clock::now() >= *s.p->deadline) return finish(s, FinishReason::Timeout);
   try {
@@ -598,6 +619,9 @@ void Engine::finish(SlotRun& s, FinishReason reason, std::string error) {
   r.stats.images_encoded = s.images_encoded;
   r.stats.encoder_cache_hits = s.encoder_cache_hits;
   r.stats.encoder_ms = s.encoder_ms;
+  charge(s);
+  s.spent.to_stats(r.stats);
+  s.spent = RequestSpend{};
   s.prompt_images.clear();
   s.image_rows.clear();  // the rows stay only in the encoder cache
   std::unique_ptr<Pending> p = std::move(s.p);

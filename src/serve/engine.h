@@ -30,6 +30,7 @@
 
 #include "grammar/grammar_cache.h"
 #include "runtime/resource_governor.h"
+#include "serve/compute_meter.h"
 #include "serve/encoder_cache.h"
 #include "serve/generation.h"
 #include "serve/policy_factory.h"
@@ -71,6 +72,8 @@ struct EngineConfig {
     size_t encoder_cache_mib = 256; // encoded images kept by identity; 0: none
     int max_per_request = 8;
   } images;
+  // Where package energy is read (runtime/energy_meter.h: RAPL zones); tests point it at a fake tree.
+  std::string powercap_root = kPowercapRoot;
   // States on disk (serve/state_store.h, docs/serving.md "States on disk"): the prompt cache's
   // entries (and the slots, saved into it) are written here when the engine unloads or stops,
   // and loaded when it starts or reloads. "": none. Needs a prompt cache (cache_ram_mib > 0).
@@ -187,6 +190,7 @@ struct EngineSnapshot {
   grammar::GrammarCacheStats grammar_cache;
   int64_t grammar_requests = 0;  // requests with a grammar
   LifecycleStats lifecycle;
+  EnergyFigures energy;  // CPU time and package energy since the engine started
 };
 
 class Engine {
@@ -263,6 +267,7 @@ class Engine {
   void finish(SlotRun& s, FinishReason reason, std::string error = {});
   void refresh_locked(SlotRun& s);  // scheduler thread (or the constructor), mu_ held
   void complete(const EngineRequest& req, Generation& gen, GenerationResult&& r);
+  void charge(SlotRun& s);  // the running step's CPU time and energy to the slot's request
   void wake();
 
   // The lifecycle (serve/engine_lifecycle.cpp): slot actions, unloading and reloading, the state
@@ -304,6 +309,7 @@ class Engine {
   uint64_t use_clock_ = 0;
   int busy_ = 0;             // slots holding a request
   EngineSnapshot counters_;  // totals, counters and prompt-cache sizes
+  std::unique_ptr<ComputeMeter> meter_;
   std::thread thread_;
 };
 

@@ -85,6 +85,8 @@ struct Engine::SlotRun {
   int64_t images_encoded = 0, encoder_cache_hits = 0;
   double encoder_ms = 0;
   Clock::time_point assigned, prefill_end, last_token;
+  std::optional<MeterReading> step_from;  // the meter at the start of the running step
+  RequestSpend spent;                     // the request's steps so far
 };
 
 }  // namespace tandem::serve

@@ -35,6 +35,8 @@ void to_json(nlohmann::json& j, const RequestStats& s) {
 #define X(f) j[#f] = s.f;
   TANDEM_STATS_FIELDS(X)
 #undef X
+  j["cpu_ms"] = s.cpu_ms;
+  j["energy_j"] = s.energy_j ? nlohmann::json(*s.energy_j) : nlohmann::json(nullptr);  // null: no RAPL
 }
 
 void from_json(const nlohmann::json& j, RequestStats& s) {
@@ -43,6 +45,9 @@ void from_json(const nlohmann::json& j, RequestStats& s) {
   if (j.contains(#f)) j.at(#f).get_to(s.f);
   TANDEM_STATS_FIELDS(X)
 #undef X
+  if (j.contains("cpu_ms")) j.at("cpu_ms").get_to(s.cpu_ms);
+  s.energy_j.reset();
+  if (j.contains("energy_j") && !j.at("energy_j").is_null()) s.energy_j = j.at("energy_j").get<double>();
 }
 
 void StatsSummary::add(const RequestStats& s) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,13 @@ struct RequestStats {
   double decode_ms = 0;
   int64_t tokens_generated = 0;
   double ms_per_output_token = 0;
+
+  // Energy figures (issue 27; serve/compute_meter.h): CPU time of the compute threads (the
+  // scheduler and the thread pools' workers) over the request's steps, prefill and decode; and
+  // the package energy (RAPL) spent meanwhile, machine-wide — nullopt (JSON null) where RAPL is
+  // absent or unreadable, never 0. A dry run measures neither (cpu_ms 0, energy_j null).
+  double cpu_ms = 0;
+  std::optional<double> energy_j;
 
   // Speculative decoding (Slot::decode_speculative, docs/speculation.md): drafts verified,
   // drafts accepted, trunk passes that verified drafts, and roll-backs inside them (steps that

@@ -41,6 +41,31 @@ TEST(RequestStats, JsonRoundTripCarriesEveryNumber) {
   EXPECT_EQ(nlohmann::json(back), j);
 }
 
+// Energy figures: cpu_ms a number; energy_j null where there is no RAPL figure (not 0), a number
+// where there is one (0 included), and both kept by a round trip.
+TEST(RequestStats, EnergyIsNullWithoutAFigureAndANumberWithOne) {
+  RequestStats s;
+  s.cpu_ms = 12.25;
+  nlohmann::json j = s;
+  ASSERT_TRUE(j.contains("cpu_ms"));
+  EXPECT_DOUBLE_EQ(j["cpu_ms"].get<double>(), 12.25);
+  ASSERT_TRUE(j.contains("energy_j"));
+  EXPECT_TRUE(j["energy_j"].is_null());
+  RequestStats back = j.get<RequestStats>();
+  EXPECT_FALSE(back.energy_j.has_value());
+  EXPECT_DOUBLE_EQ(back.cpu_ms, 12.25);
+
+  for (double joules : {0.0, 3.5}) {
+    s.energy_j = joules;
+    j = s;
+    ASSERT_TRUE(j["energy_j"].is_number());
+    EXPECT_DOUBLE_EQ(j["energy_j"].get<double>(), joules);
+    back = j.get<RequestStats>();
+    ASSERT_TRUE(back.energy_j.has_value());
+    EXPECT_DOUBLE_EQ(*back.energy_j, joules);
+  }
+}
+
 TEST(RequestStats, SummaryAddsUp) {
   StatsSummary sum;
   RequestStats a, b;

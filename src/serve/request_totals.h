@@ -22,6 +22,9 @@ struct RequestTotals {
   double grammar_ms = 0;
   int64_t images = 0, image_rows = 0, image_rows_prefilled = 0, images_encoded = 0, encoder_cache_hits = 0;
   double encoder_ms = 0;
+  double cpu_ms = 0;            // compute threads' CPU time of the requests
+  double energy_j = 0;          // package energy of the requests that had a figure
+  int64_t energy_requests = 0;  // those requests
 
   void add(const RequestStats& s) {
     ++requests;
@@ -55,6 +58,11 @@ struct RequestTotals {
     images_encoded += s.images_encoded;
     encoder_cache_hits += s.encoder_cache_hits;
     encoder_ms += s.encoder_ms;
+    cpu_ms += s.cpu_ms;
+    if (s.energy_j) {
+      energy_j += *s.energy_j;
+      ++energy_requests;
+    }
   }
 };
 

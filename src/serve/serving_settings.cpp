@@ -131,10 +131,7 @@ std::vector<ServingSetting> make_table() {
         "keep the prompt cache's entries (and the slots, saved into it) in DIR when\n"
         "the server unloads or stops, load them at start; the folder of POST\n"
         "/slots/{id}?action=save|restore files (default: none)";
-    r.set = [](EngineConfig& c, const std::string& flag, const std::string& v) {
-      if (v.empty()) throw std::invalid_argument(flag + ": expected a directory");
-      c.state_dir = v;
-    };
+    r.set = [](EngineConfig& c, const std::string&, const std::string& v) { c.state_dir = v; };  // "": none
     r.get = [](const EngineConfig& c) { return c.state_dir; };
     t.push_back(std::move(r));
   }

@@ -107,7 +107,7 @@ std::vector<serve::RequestStats> simulate(std::span<const serve::RecordedRequest
   serve::PolicyConfig pc = st.policy;
   pc.marconi.flops = serve::FlopModel::for_model(hp);
   auto slot = serve::make_dry_run_slot(serve::make_policy(pc), st.slot, serve::NullBackend::for_model(hp, st.n_ctx));
-  serve::PromptCache cache(serve::PromptCacheOptions{.budget_mib = st.cache_ram_mib});
+  serve::PromptCache cache(serve::prompt_cache_options(st));
   if (st.cache_ram_mib > 0) slot->set_prompt_cache(&cache);
   // A speculating server: the same Speculator over the dry-run backend, driven by the logged
   // per-step draft counts (serve/dry_run.h).

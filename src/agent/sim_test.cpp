@@ -13,6 +13,7 @@
 #include "agent/request_tokens.h"
 #include "model/qwen35_model.h"
 #include "model/test_models.h"
+#include "serve/engine.h"
 #include "serve/flop_model.h"
 #include "serve/model_backend.h"
 #include "serve/prompt_cache.h"
@@ -116,7 +117,7 @@ TEST(ReplayModel, EqualsTheEngineForEveryPolicy) {
       serve::PolicyConfig pc = st.policy;
       pc.marconi.flops = serve::FlopModel::for_model(model->hparams());
       serve::Slot slot(std::make_unique<serve::ModelBackend>(*model, st.n_ctx), serve::make_policy(pc), st.slot);
-      serve::PromptCache cache(serve::PromptCacheOptions{.budget_mib = st.cache_ram_mib});
+      serve::PromptCache cache(serve::prompt_cache_options(st));
       slot.set_prompt_cache(&cache);
       std::vector<serve::RequestStats> real;
       std::vector<serve::RecordedRequest> recorded;

@@ -57,6 +57,9 @@ struct EngineConfig {
   SlotConfig slot;           // batch sizes, consolidation, ctx_checkpoints
   PolicyConfig policy;
   size_t cache_ram_mib = 512;  // host prompt cache shared by the slots; 0: none
+  // Which cache entry a prompt loads (serve/prompt_cache.h). Auto: Restorable under the
+  // divergence policy (Tandem's), Fractions (llama.cpp's) under stock and marconi.
+  CacheSelect cache_select = CacheSelect::Auto;
   // Speculative decoding with the model's MTP head (docs/speculation.md): off unless enabled.
   // Every slot then drafts draft_max tokens per step and verifies them in one pass; the output
   // is token for token what plain decoding gives (greedy, or the same sampler draws).
@@ -70,6 +73,9 @@ struct EngineConfig {
     int max_per_request = 8;
   } images;
 };
+
+// The prompt cache's options for this configuration (Auto resolved).
+PromptCacheOptions prompt_cache_options(const EngineConfig& c);
 
 struct GenerationParams {
   text::SamplerParams sampling;

@@ -412,6 +412,28 @@ int main(int argc, char** argv) {
                     st.size() - static_cast<size_t>(mismatches), st.size());
       }
     }
+    // The bounds of issue 30, from the token streams alone (requests 2..n, as the table): what a
+    // KV cache of the previous request would prefill, and what a cache of every earlier request
+    // would (the best common prefix with any of them).
+    if (!configs.empty() && trace.size() > 1) {
+      const std::vector<RequestTokens>& tokens = tokens_for(configs[0]);
+      auto lcp = [](const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+        size_t k = 0;
+        while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
+        return static_cast<double>(k);
+      };
+      double prev = 0, best = 0;
+      for (size_t i = 1; i < tokens.size(); ++i) {
+        const double n = static_cast<double>(tokens[i].ids.size());
+        double top = 0;
+        for (size_t j = 0; j < i; ++j) top = std::max(top, lcp(tokens[j].ids, tokens[i].ids));
+        prev += n - lcp(tokens[i - 1].ids, tokens[i].ids);
+        best += n - top;
+      }
+      const double k = static_cast<double>(tokens.size() - 1);
+      std::printf("bounds (requests 2..%zu): N - LCP(previous request) %.1f; N - max LCP(any earlier request) %.1f\n",
+                  tokens.size(), prev / k, best / k);
+    }
     return mismatches ? 1 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tandem-sim: %s\n", e.what());

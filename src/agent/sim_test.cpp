@@ -44,7 +44,7 @@ TEST(ServeFlags, ParsedAsTheServerDoes) {
   EXPECT_EQ(parse_config("--checkpoint-policy stock").name, "--checkpoint-policy stock");
   EXPECT_THROW(parse_config("x: --frobnicate 3"), std::invalid_argument);
   EXPECT_THROW(parse_config("x: --consolidate-batches maybe"), std::invalid_argument);
-  EXPECT_THROW(parse_config("x: --parallel 4"), std::invalid_argument);
+  EXPECT_EQ(parse_config("x: --parallel 4").n_parallel, 4);
   EXPECT_THROW(parse_config("x: --min-gap"), std::invalid_argument);
   EXPECT_THROW(parse_config("x: -b 256 -ub 512"), std::invalid_argument);
 }

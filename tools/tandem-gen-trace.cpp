@@ -24,6 +24,14 @@ void usage() {
                "usage: tandem-gen-trace [-o trace.jsonl] [options]\n"
                "  -o FILE               output (default: stdout)\n"
                "  --seed N              (default 1)\n"
+               "  --layout L            paper (default): the paper's prompt (rules, task, a window of recent\n"
+               "                        actions, the screen's controls), 21 single screens + episodes.\n"
+               "                        growing: a growing-history agent's action prompts (issue 30; episodes\n"
+               "                        only): every earlier step stays as one history line (action, reason,\n"
+               "                        summary), then the screen's verbose element list, then instructions.\n"
+               "                        alternating: growing plus, after each step but the last, the summary\n"
+               "                        prompt (screens before and after, the action) that writes that line.\n"
+               "                        --history/--memory/--guidelines-after/--date-first/--singles: paper only\n"
                "  --singles N           single screens, one per app (default 21, at most 21)\n"
                "  --episodes N          (default 5)\n"
                "  --steps N             steps per episode (default 8)\n"
@@ -65,7 +73,13 @@ int main(int argc, char** argv) {
       };
       if (a == "-o") out_path = value();
       else if (a == "--seed") opt.seed = std::stoull(value());
-      else if (a == "--singles") opt.single_screens = std::stoi(value());
+      else if (a == "--layout") {
+        const std::string l = value();
+        if (l == "paper") opt.trace_layout = GenOptions::Layout::Paper;
+        else if (l == "growing") opt.trace_layout = GenOptions::Layout::Growing;
+        else if (l == "alternating") opt.trace_layout = GenOptions::Layout::Alternating;
+        else throw std::invalid_argument("--layout: paper, growing or alternating, got \"" + l + "\"");
+      } else if (a == "--singles") opt.single_screens = std::stoi(value());
       else if (a == "--episodes") opt.episodes = std::stoi(value());
       else if (a == "--steps") opt.steps = std::stoi(value());
       else if (a == "--history") opt.layout.history_window = std::stoi(value());
@@ -144,8 +158,11 @@ int main(int argc, char** argv) {
     for (const auto& g : gen) records.push_back(g.record);
     if (out_path.empty()) write_trace(std::cout, records);
     else write_trace(out_path, records);
-    std::fprintf(stderr, "%zu requests (%d single screens, %d episodes x %d steps)%s%s\n", records.size(),
-                 opt.single_screens, opt.episodes, opt.steps, out_path.empty() ? "" : " -> ", out_path.c_str());
+    const bool paper = opt.trace_layout == GenOptions::Layout::Paper;
+    std::fprintf(stderr, "%zu requests (%d single screens, %d episodes x %d steps%s)%s%s\n", records.size(),
+                 paper ? opt.single_screens : 0, opt.episodes, opt.steps,
+                 opt.trace_layout == GenOptions::Layout::Alternating ? ", a summary after each step but the last" : "",
+                 out_path.empty() ? "" : " -> ", out_path.c_str());
     if (model.empty()) return 0;
 
     const auto file = GgufFile::open(model);
@@ -189,14 +206,18 @@ int main(int argc, char** argv) {
     for (const auto& s : streams) common = std::min(common, lcp(streams[0], s));
     double in_ep = 0, new_task = 0;
     int n_in = 0, n_new = 0;
+    // Each request against the previous one of its kind (the alternating layout's two kinds).
     for (size_t i = 1; i < gen.size(); ++i) {
-      const size_t l = lcp(streams[i - 1], streams[i]);
-      const bool same = !gen[i].record.episode.empty() && gen[i].record.episode == gen[i - 1].record.episode;
+      size_t prev = i - 1;
+      while (prev > 0 && gen[prev].summary != gen[i].summary) --prev;
+      if (gen[prev].summary != gen[i].summary) continue;
+      const size_t l = lcp(streams[prev], streams[i]);
+      const bool same = !gen[i].record.episode.empty() && gen[i].record.episode == gen[prev].record.episode;
       (same ? in_ep : new_task) += static_cast<double>(l);
       ++(same ? n_in : n_new);
     }
     std::fprintf(stderr, "  shared by all prompts: %zu tokens\n", common);
-    if (n_in) std::fprintf(stderr, "  consecutive steps of an episode diverge at token %.1f (mean)\n", in_ep / n_in);
+    if (n_in) std::fprintf(stderr, "  consecutive steps of an episode (same kind) diverge at token %.1f (mean)\n", in_ep / n_in);
     if (n_new) std::fprintf(stderr, "  a new screen/task diverges at token %.1f (mean)\n", new_task / n_new);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tandem-gen-trace: %s\n", e.what());

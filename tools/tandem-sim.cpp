@@ -332,6 +332,20 @@ int main(int argc, char** argv) {
     if (!check_path.empty() && configs.size() != 1)
       throw std::invalid_argument("--check compares one configuration (the server's flags)");
 
+    // The bounds of issue 30, from the token streams alone: what a KV cache of the previous
+    // request would prefill, and what a cache of every earlier request would (the best common
+    // prefix with any of them). Printed per request and, after the table, as means.
+    std::vector<int64_t> bound_prev, bound_any;
+    {
+      const std::vector<RequestTokens>& tokens = tokens_for(configs[0]);
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        const int64_t n = static_cast<int64_t>(tokens[i].ids.size());
+        int64_t top = 0;
+        for (size_t j = 0; j < i; ++j) top = std::max(top, serve::common_prefix(tokens[j].ids, tokens[i].ids));
+        bound_prev.push_back(i ? n - serve::common_prefix(tokens[i - 1].ids, tokens[i].ids) : n);
+        bound_any.push_back(n - top);
+      }
+    }
     std::ofstream json_out;
     if (!json_path.empty()) json_out.open(json_path);
     std::printf("| configuration | N-R | N-L (KV bound) | passes | ckpt created | ckpt restored |%s%s\n",
@@ -381,10 +395,10 @@ int main(int argc, char** argv) {
           json_out << j.dump() << "\n";
         }
         if (per_request)
-          std::printf("  %3zu %-4s %2lld  N %5lld  L %5lld  R %5lld  N-R %5lld  N-L %5lld  passes %lld  created %lld%s\n", i + 1,
+          std::printf("  %3zu %-4s %2lld  N %5lld  L %5lld  R %5lld  N-R %5lld  N-L %5lld  bound(any) %5lld  passes %lld  created %lld%s\n", i + 1,
                       trace[i].episode.c_str(), static_cast<long long>(trace[i].step), (long long)st[i].n_prompt,
                       (long long)st[i].lcp, (long long)st[i].restore_pos, (long long)st[i].new_tokens,
-                      (long long)st[i].kv_bound, (long long)st[i].passes, (long long)st[i].checkpoints_created,
+                      (long long)st[i].kv_bound, (long long)bound_any[i], (long long)st[i].passes, (long long)st[i].checkpoints_created,
                       st[i].images ? ("  image rows " + std::to_string(st[i].image_rows_prefilled) + "/" +
                                       std::to_string(st[i].image_rows)).c_str()
                                    : "");
@@ -411,6 +425,16 @@ int main(int argc, char** argv) {
         std::printf("%s: %zu/%zu requests identical (N-R, passes, every count and the encoder's images)\n", mismatches ? "MISMATCH" : "OK",
                     st.size() - static_cast<size_t>(mismatches), st.size());
       }
+    }
+    if (bound_prev.size() > 1) {  // requests 2..n, as the table
+      double prev = 0, any = 0;
+      for (size_t i = 1; i < bound_prev.size(); ++i) {
+        prev += static_cast<double>(bound_prev[i]);
+        any += static_cast<double>(bound_any[i]);
+      }
+      const double k = static_cast<double>(bound_prev.size() - 1);
+      std::printf("bounds (requests 2..%zu): N - LCP(previous request) %.1f; N - max LCP(any earlier request) %.1f\n",
+                  bound_prev.size(), prev / k, any / k);
     }
     return mismatches ? 1 : 0;
   } catch (const std::exception& e) {

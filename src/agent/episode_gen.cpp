@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <stdexcept>
 
@@ -356,6 +357,67 @@ json strip_list_content(json tree) {
   return tree;
 }
 
+
+// Issue 30: the words of a growing-history agent's memory. The reason is what the action prompt's
+// answer says before the action; the summary is the summary prompt's answer, and it quotes what
+// the screen after the action shows (so history lines differ from episode to episode).
+const char* kReasonLead[] = {"To make progress on the goal", "Following the plan from the last step",
+                             "The current screen is the right place for this", "Looking at the element list",
+                             "Since the previous action worked as expected"};
+const char* kSummaryNext[] = {"The next step is to pick the matching entry from the list.",
+                              "Next I should confirm the choice on the following screen.",
+                              "If the item is still not visible, scroll the list once more before going back.",
+                              "The task looks close to done; check the result before finishing.",
+                              "This did not change much, so another way may be needed next time."};
+
+std::string lower_first(std::string s) {
+  if (!s.empty() && s[0] >= 'A' && s[0] <= 'Z') s[0] = static_cast<char>(s[0] - 'A' + 'a');
+  return s;
+}
+
+std::string step_reason(const HistoryEntry& h, const std::string& task, std::mt19937_64& rng) {
+  std::string r = std::string(pick(rng, kReasonLead)) + " (" + lower_first(task) + "), ";
+  switch (h.action.kind) {
+    case ActionKind::Tap:
+    case ActionKind::LongPress: r += "the element \"" + h.label + "\" is the one that leads there, so I select it."; break;
+    case ActionKind::Input: r += "I type the query \"" + h.action.text + "\" into the search field."; break;
+    case ActionKind::Scroll: r += "the item I need is not on the screen yet, so I scroll the list down."; break;
+    case ActionKind::Back: r += "this screen is a dead end, so I go back to the previous one."; break;
+    case ActionKind::Wait: r += "the screen is still loading, so I wait for it."; break;
+    default: r += "this action is the next one the task needs."; break;
+  }
+  return r;
+}
+
+std::string step_summary(const HistoryEntry& h, const std::vector<Control>& after, std::mt19937_64& rng) {
+  std::string s;
+  switch (h.action.kind) {
+    case ActionKind::Tap: s = "I tapped \"" + h.label + "\" and a new screen opened"; break;
+    case ActionKind::LongPress: s = "I long-pressed \"" + h.label + "\" and a menu opened"; break;
+    case ActionKind::Input: s = "I typed \"" + h.action.text + "\" into the search box and results appeared"; break;
+    case ActionKind::Scroll: s = "I scrolled the list down and more items came into view"; break;
+    case ActionKind::Back: s = "I went back to the previous screen"; break;
+    case ActionKind::Wait: s = "I waited two seconds and the screen finished loading"; break;
+    default: s = "The action was performed"; break;
+  }
+  // Quote two or three texts the new screen shows (what a model summarising it would mention).
+  std::vector<const Control*> texts;
+  for (const Control& c : after)
+    if (!c.text.empty() && !c.editable && c.text.size() > 3) texts.push_back(&c);
+  if (!texts.empty()) {
+    s += "; it shows ";
+    const int n = std::min(static_cast<int>(texts.size()), uniform(rng, 2, 3));
+    const size_t first = std::uniform_int_distribution<size_t>(0, texts.size() - 1)(rng);
+    for (int k = 0; k < n; ++k) {
+      if (k) s += k + 1 == n ? " and " : ", ";
+      s += "\"" + texts[(first + static_cast<size_t>(k)) % texts.size()]->text + "\"";
+    }
+  }
+  s += ". ";
+  s += pick(rng, kSummaryNext);
+  return s;
+}
+
 }  // namespace
 
 namespace {
@@ -388,8 +450,68 @@ std::vector<std::string> generator_apps() {
   return out;
 }
 
+namespace {
+
+// Issue 30's layouts: episodes of a growing-history agent (history_prompt.h). One screen per step
+// and the screen after it (the summary prompt needs both), drawn from the same generators as the
+// paper layout.
+std::vector<GeneratedRequest> generate_history_trace(const GenOptions& opt, const std::vector<App>& all) {
+  std::mt19937_64 rng(opt.seed);
+  std::vector<GeneratedRequest> out;
+  const bool alternating = opt.trace_layout == GenOptions::Layout::Alternating;
+  auto emit = [&](const BuiltPrompt& p, const App& app, const std::string& task, const std::string& episode,
+                  int64_t step, const Observation& obs, const std::optional<Action>& expected, bool summary) {
+    GeneratedRequest g;
+    g.observation = obs;
+    g.sections = p.sections;
+    g.record.body = chat_request(p, opt.request);
+    g.record.episode = episode;
+    g.record.step = step;
+    g.record.app = app.name;
+    g.record.task = task;
+    if (expected) g.record.expected_action = to_json(*expected);
+    g.summary = summary;
+    out.push_back(std::move(g));
+  };
+  std::vector<size_t> ep_apps(all.size());
+  for (size_t i = 0; i < ep_apps.size(); ++i) ep_apps[i] = i;
+  std::shuffle(ep_apps.begin(), ep_apps.end(), rng);
+  for (int e = 0; e < opt.episodes; ++e) {
+    const App& app = all[ep_apps[static_cast<size_t>(e) % ep_apps.size()]];
+    const size_t t = static_cast<size_t>(uniform(rng, 0, static_cast<int>(app.tasks.size()) - 1));
+    const std::string task = app.tasks[t];
+    const std::string query = app.queries[t % app.queries.size()];
+    const std::string episode = "e" + std::to_string(e + 1);
+    std::vector<StepMemory> memory;
+    bool typed = false;
+    Observation cur{app.name, task, screen(app, rng, 0, opt.controls_scale), "", ""};
+    for (int s = 0; s < opt.steps; ++s) {
+      const std::vector<Control> controls = flatten_controls(cur.tree);
+      const HistoryEntry next = choose_action(controls, app, query, s, opt.steps - 1, typed, rng);
+      emit(build_history_action_prompt(cur, app.package, memory), app, task, episode, s + 1, cur, next.action, false);
+      if (s + 1 == opt.steps) break;  // the last step finishes the task: nothing to summarise
+      StepMemory m{next.action, next.label, step_reason(next, task, rng), ""};
+      Observation after{app.name, task, screen(app, rng, std::min(s + 1, 2), opt.controls_scale), "", ""};
+      m.summary = step_summary(next, flatten_controls(after.tree), rng);
+      if (alternating)
+        emit(build_summary_prompt(cur, after, app.package, m), app, task, episode, s + 1, cur, std::nullopt, true);
+      memory.push_back(std::move(m));
+      cur = std::move(after);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<GeneratedRequest> generate_trace(const GenOptions& opt) {
   const auto& all = apps();
+  if (opt.trace_layout != GenOptions::Layout::Paper) {
+    if (opt.episodes < 0 || opt.steps < 1) throw std::invalid_argument("episodes >= 0 and steps >= 1");
+    if (opt.screenshots != GenOptions::Screenshots::Off)
+      throw std::invalid_argument("screenshots: the paper layout only");
+    return generate_history_trace(opt, all);
+  }
   if (opt.single_screens < 0 || opt.single_screens > static_cast<int>(all.size()))
     throw std::invalid_argument("single screens: 0.." + std::to_string(all.size()) + " (one per app)");
   if (opt.episodes < 0 || opt.steps < 1) throw std::invalid_argument("episodes >= 0 and steps >= 1");

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/history_prompt.h"
 #include "agent/prompt_builder.h"
 #include "agent/trace.h"
 
@@ -16,6 +17,14 @@ namespace tandem::agent {
 
 struct GenOptions {
   uint64_t seed = 1;
+  // Paper: the layout above (default). Growing (issue 30): episodes only, each step's action prompt
+  // built by history_prompt.h — a history that grows by one line per step (~60-110 tokens: the
+  // action, its reason and the step's summary) and the screen's verbose element list after it.
+  // Alternating: the same, plus after every step but the last the summary prompt that wrote that
+  // history line (the screens before and after the action), as the agent sends them: action,
+  // summary, action, ... The `layout` and `single_screens` fields apply to Paper only.
+  enum class Layout { Paper, Growing, Alternating };
+  Layout trace_layout = Layout::Paper;
   int single_screens = 21;  // at most the number of built-in apps (21)
   int episodes = 5;
   int steps = 8;            // per episode; the last step finishes the task
@@ -51,6 +60,7 @@ struct GeneratedRequest {
   bool screenshot = false;
   nlohmann::json screen;
   std::string clock;
+  bool summary = false;  // Alternating: the step's summary prompt
 };
 
 std::vector<GeneratedRequest> generate_trace(const GenOptions& opt);

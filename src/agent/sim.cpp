@@ -59,7 +59,6 @@ ServeSettings parse_serve_flags(const std::vector<std::string>& args, ServeSetti
       throw std::invalid_argument("unknown server flag \"" + a + "\" for the replay model");
     }
   }
-  if (s.n_parallel != 1) throw std::invalid_argument("the replay model simulates one slot (--parallel 1)");
   serve::validate_serving(s);
   s.slot.batch.validate();
   return s;
@@ -87,8 +86,12 @@ std::string describe(const ServeSettings& s) {
   std::ostringstream o;
   o << serve::to_string(s.policy.kind);
   if (s.policy.kind == serve::PolicyKind::Divergence) o << " min_gap=" << s.policy.divergence.min_gap;
+  if (s.policy.kind == serve::PolicyKind::Divergence && !s.policy.divergence.forecast) o << " no-forecast";
+  if (s.cache_select != d.cache_select)
+    o << " cache-select=" << (s.cache_select == serve::CacheSelect::Fractions ? "fractions" : "restorable");
   if (s.slot.batch.consolidate) o << " consolidate";
   o << " ckpt=" << s.slot.ctx_checkpoints << " cache=" << s.cache_ram_mib << "MiB";
+  if (s.n_parallel > 1) o << " np=" << s.n_parallel;
   if (s.slot.batch.n_batch != d.slot.batch.n_batch || s.slot.batch.n_ubatch != d.slot.batch.n_ubatch)
     o << " b=" << s.slot.batch.n_batch << " ub=" << s.slot.batch.n_ubatch;
   if (s.speculation.enabled) {
@@ -106,13 +109,41 @@ std::vector<serve::RequestStats> simulate(std::span<const serve::RecordedRequest
                                           const Qwen35HParams& hp) {
   serve::PolicyConfig pc = st.policy;
   pc.marconi.flops = serve::FlopModel::for_model(hp);
-  auto slot = serve::make_dry_run_slot(serve::make_policy(pc), st.slot, serve::NullBackend::for_model(hp, st.n_ctx));
-  serve::PromptCache cache(serve::PromptCacheOptions{.budget_mib = st.cache_ram_mib});
-  if (st.cache_ram_mib > 0) slot->set_prompt_cache(&cache);
-  // A speculating server: the same Speculator over the dry-run backend, driven by the logged
-  // per-step draft counts (serve/dry_run.h).
-  if (st.speculation.enabled) slot->enable_speculation(st.speculation);
-  std::vector<serve::RequestStats> stats = serve::replay(*slot, requests);
+  serve::PromptCache cache(serve::prompt_cache_options(st));
+  // One dry-run slot per server slot, sharing the prompt cache as the engine's slots do.
+  std::vector<std::unique_ptr<serve::Slot>> slots;
+  for (int k = 0; k < std::max(1, st.n_parallel); ++k) {
+    slots.push_back(serve::make_dry_run_slot(serve::make_policy(pc), st.slot, serve::NullBackend::for_model(hp, st.n_ctx)));
+    if (st.cache_ram_mib > 0) slots.back()->set_prompt_cache(&cache);
+    // A speculating server: the same Speculator over the dry-run backend, driven by the logged
+    // per-step draft counts (serve/dry_run.h).
+    if (st.speculation.enabled) slots.back()->enable_speculation(st.speculation);
+  }
+  std::vector<serve::RequestStats> stats;
+  if (slots.size() == 1) {
+    stats = serve::replay(*slots[0], requests);
+  } else {
+    // Requests one at a time (as tandem-replay sends them), each to the slot the engine picks
+    // (serve/engine.cpp:Engine::pick_slot_locked): the longest common prefix with the slot's
+    // tokens; ties to the least recently finished, then the lowest id.
+    std::vector<uint64_t> used(slots.size(), 0);
+    uint64_t clock = 0;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      size_t best = 0;
+      int64_t best_lcp = -1;
+      uint64_t best_use = 0;
+      for (size_t k = 0; k < slots.size(); ++k) {
+        const int64_t lcp = serve::common_prefix(slots[k]->cached_tokens(), requests[i].prompt);
+        if (lcp > best_lcp || (lcp == best_lcp && used[k] < best_use)) {
+          best = k;
+          best_lcp = lcp;
+          best_use = used[k];
+        }
+      }
+      stats.push_back(serve::replay(*slots[best], requests.subspan(i, 1)).front());
+      used[best] = ++clock;
+    }
+  }
   predict_encoder(requests, stats, st, hp);
   return stats;
 }

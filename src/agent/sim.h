@@ -34,8 +34,9 @@ struct ServeSettings : serve::EngineConfig {
 // server applies it (same range checks and messages; --spec and the other speculation flags
 // included; and --encoder-cache, for predict_encoder); the server's other flags (-m, --host, --port, -t, --log-requests, --queue,
 // --timeout-ms, ...) are skipped with their value, and so are --verbose / -v. Throws
-// std::invalid_argument for anything else, for the server's cross-flag checks (--n-ubatch above
-// --n-batch, --draft-min above --draft-max), and for --parallel other than 1 (the model is one slot).
+// std::invalid_argument for anything else and for the server's cross-flag checks (--n-ubatch above
+// --n-batch, --draft-min above --draft-max). --parallel N: N slots sharing the prompt cache, the
+// requests sent one at a time, each to the slot the engine picks (the longest common prefix).
 ServeSettings parse_serve_flags(const std::vector<std::string>& args, ServeSettings base = {});
 // "name: flags" (the replay's --config syntax); the name defaults to the flags.
 ServeSettings parse_config(const std::string& spec, ServeSettings base = {});

@@ -13,6 +13,7 @@
 #include "agent/request_tokens.h"
 #include "model/qwen35_model.h"
 #include "model/test_models.h"
+#include "serve/engine.h"
 #include "serve/flop_model.h"
 #include "serve/model_backend.h"
 #include "serve/prompt_cache.h"
@@ -43,7 +44,7 @@ TEST(ServeFlags, ParsedAsTheServerDoes) {
   EXPECT_EQ(parse_config("--checkpoint-policy stock").name, "--checkpoint-policy stock");
   EXPECT_THROW(parse_config("x: --frobnicate 3"), std::invalid_argument);
   EXPECT_THROW(parse_config("x: --consolidate-batches maybe"), std::invalid_argument);
-  EXPECT_THROW(parse_config("x: --parallel 4"), std::invalid_argument);
+  EXPECT_EQ(parse_config("x: --parallel 4").n_parallel, 4);
   EXPECT_THROW(parse_config("x: --min-gap"), std::invalid_argument);
   EXPECT_THROW(parse_config("x: -b 256 -ub 512"), std::invalid_argument);
 }
@@ -116,7 +117,7 @@ TEST(ReplayModel, EqualsTheEngineForEveryPolicy) {
       serve::PolicyConfig pc = st.policy;
       pc.marconi.flops = serve::FlopModel::for_model(model->hparams());
       serve::Slot slot(std::make_unique<serve::ModelBackend>(*model, st.n_ctx), serve::make_policy(pc), st.slot);
-      serve::PromptCache cache(serve::PromptCacheOptions{.budget_mib = st.cache_ram_mib});
+      serve::PromptCache cache(serve::prompt_cache_options(st));
       slot.set_prompt_cache(&cache);
       std::vector<serve::RequestStats> real;
       std::vector<serve::RecordedRequest> recorded;

@@ -109,13 +109,14 @@ TEST(ServerOptions, OneTableOfSettings) {
     if (r.ablation) ablations.insert(r.long_name());
   }
   EXPECT_EQ(counts, (std::set<std::string>{"--ctx-size", "--parallel", "--ctx-checkpoints", "--cache-ram",
+                                           "--cache-select", "--checkpoint-forecast",
                                            "--checkpoint-policy", "--min-gap", "--checkpoint-before-image",
                                            "--consolidate-batches", "--n-batch", "--image-min-tokens", "--image-max-tokens",
                                            "--encoder-cache",
                                            "--n-ubatch", "--spec", "--draft-max", "--draft-min", "--draft-p-min",
                                            "--spec-mtp", "--spec-forced", "--draft-forced-max", "--spec-rollback-aware",
                                            "--spec-column-shared", "--spec-trimmed-head", "--spec-rollback"}));
-  EXPECT_EQ(ablations, (std::set<std::string>{"--consolidate-batches", "--spec-forced", "--spec-rollback-aware",
+  EXPECT_EQ(ablations, (std::set<std::string>{"--consolidate-batches", "--checkpoint-forecast", "--spec-forced", "--spec-rollback-aware",
                                               "--spec-column-shared", "--spec-trimmed-head", "--spec-rollback"}));
   EXPECT_EQ(serve::ablation_settings().size(), ablations.size());
   // llama.cpp's other spellings are accepted without being listed.

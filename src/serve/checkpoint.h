@@ -18,7 +18,11 @@ enum class CheckpointOrigin : uint8_t {
   Branch,       // marconi: the state where the prompt branches from the cached tokens
   Leaf,         // marconi: the state after the last prompt token
   BeforeImage,  // divergence with --checkpoint-before-image: the state at an image's first row
+  Forecast,     // divergence with --checkpoint-forecast: where the next request is predicted to diverge
+  Recent,       // divergence with --checkpoint-forecast: where the prompt left the closest recent prompt
 };
+// The last origin: what a state file may record (serve/state_file.cpp). Keep it the last value.
+inline constexpr CheckpointOrigin kLastCheckpointOrigin = CheckpointOrigin::Recent;
 std::string_view to_string(CheckpointOrigin origin);
 
 struct Checkpoint {

@@ -12,6 +12,8 @@ std::string_view to_string(CheckpointOrigin origin) {
     case CheckpointOrigin::Branch: return "branch";
     case CheckpointOrigin::Leaf: return "leaf";
     case CheckpointOrigin::BeforeImage: return "before_image";
+    case CheckpointOrigin::Forecast: return "forecast";
+    case CheckpointOrigin::Recent: return "recent";
   }
   return "?";
 }

@@ -24,6 +24,7 @@ struct PrefillContext {
   int64_t lcp = 0;             // L: common prefix of the prompt and the slot's cached tokens
   int64_t restore_pos = 0;     // R: where the state now is (checkpoint, live state, or 0)
   int64_t cached_before = 0;   // the slot's cached token count before the restore
+  std::span<const int32_t> previous;  // those tokens (what L was measured against; image rows as placeholders)
   std::span<const Checkpoint> checkpoints;  // held after the restore: all at positions <= R, ascending
   const BatchPlanner* planner = nullptr;
   int capacity = 0;            // ctx_checkpoints of the slot

@@ -2,7 +2,8 @@
 // checkpoints. After the restore to R <= L: if L < N and L - R >= min_gap, the state at L is
 // kept as a checkpoint: handed back by the pass that crosses L (ForwardOptions::cuts, no
 // extra pass), or, with split_pass, by ending a batch at L as an NPU backend must. At most
-// one such checkpoint per request; later requests reuse it through the normal restore rule.
+// one such checkpoint per request (plus, with `forecast`, one at the predicted next divergence);
+// later requests reuse them through the normal restore rule.
 //
 // min_gap comes from the cost model and must be calibrated per device, hence a setting: a
 // checkpoint that needs its own pass is worth it past (b + c) / a tokens (the paper's NPU: 32);
@@ -14,6 +15,7 @@
 #pragma once
 
 #include "serve/checkpoint_policy.h"
+#include "serve/divergence_forecast.h"
 #include "serve/stock_batching.h"
 
 namespace tandem::serve {
@@ -25,15 +27,30 @@ struct DivergenceOptions {
   // on top of divergence checkpoints on the paper's traces; it serves repeated questions about
   // the same text with a new screenshot when L falls before the text the image follows).
   bool before_image = false;
+  // Issue 30 (serve/divergence_forecast.h): also keep the state at X, where this prompt re-aligns
+  // with the previous one after the span it inserted at L — where the next request is predicted
+  // to diverge when the prompt's history grows by one line per step. Priced like L: X is taken
+  // in-pass (one copy, c / a tokens), so it is kept when X - max(L, R) >= min_gap; with
+  // split_pass a batch also ends at X. At most one per request, so with L at most two.
+  //
+  // Two kinds of request in one slot (an agent's action prompt, then its summary prompt): the slot
+  // holds the other kind's tokens, so L and the forecast measured against them say little. The
+  // policy therefore remembers the last `recent` prompts and measures against the closest one
+  // (longest common prefix, L* >= L): the state at L* ("recent", priced from max(L, R)) and the
+  // forecast from that prompt. At most three rule checkpoints per request (L, L*, X).
+  bool forecast = true;
+  ForecastOptions forecast_opt;
+  int recent = 4;
   StockRules rules;
   int64_t thin_span = 0;
 };
 
 class DivergencePolicy final : public CheckpointPolicy {
  public:
-  explicit DivergencePolicy(DivergenceOptions opt = {}) : opt_(opt) {}
+  explicit DivergencePolicy(DivergenceOptions opt = {}) : opt_(opt), forecast_(opt.forecast_opt) {}
   std::string_view name() const override { return "divergence"; }
   PrefillPlan plan_prefill(const PrefillContext& ctx) override;
+  void on_request_end(const RequestRecord& record) override;
   std::vector<size_t> evictions(std::span<const Checkpoint> held, const Checkpoint& incoming, int capacity,
                                 uint64_t now) override;
   const DivergenceOptions& options() const { return opt_; }
@@ -41,6 +58,9 @@ class DivergencePolicy final : public CheckpointPolicy {
 
  private:
   DivergenceOptions opt_;
+  DivergenceForecast forecast_;  // its buffers are reused from request to request
+  std::vector<std::vector<int32_t>> recent_;  // the last prompts, a ring (buffers reused)
+  size_t recent_next_ = 0;
 };
 
 }  // namespace tandem::serve

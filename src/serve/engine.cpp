@@ -15,6 +15,15 @@
 
 namespace tandem::serve {
 
+PromptCacheOptions prompt_cache_options(const EngineConfig& c) {
+  PromptCacheOptions o;
+  o.budget_mib = c.cache_ram_mib;
+  o.select = c.cache_select;
+  if (o.select == CacheSelect::Auto)
+    o.select = c.policy.kind == PolicyKind::Divergence ? CacheSelect::Restorable : CacheSelect::Fractions;
+  return o;
+}
+
 namespace {
 
 // What the configuration means for this model, decided once: Marconi scores FLOPs saved with this
@@ -45,7 +54,7 @@ std::string_view to_string(SlotPhase p) {
 Engine::Engine(Qwen35Model& model, const text::Tokenizer& tok, EngineConfig cfg, vision::VisionModel* vision)
     : model_(model), tok_(tok), cfg_(for_model(std::move(cfg), model)), vision_(vision),
       encoder_cache_(cfg_.images.encoder_cache_mib << 20),
-      cache_(PromptCacheOptions{.budget_mib = cfg_.cache_ram_mib}), wake_(std::make_shared<Wake>()) {
+      cache_(prompt_cache_options(cfg_)), wake_(std::make_shared<Wake>()) {
   if (cfg_.n_parallel < 1) throw std::invalid_argument("parallel: expected >= 1 slot, got " + std::to_string(cfg_.n_parallel));
   if (cfg_.n_ctx < 2) throw std::invalid_argument("ctx-size: expected >= 2 tokens per slot, got " + std::to_string(cfg_.n_ctx));
   if (cfg_.queue_max < 0) throw std::invalid_argument("queue: expected >= 0, got " + std::to_string(cfg_.queue_max));

@@ -60,6 +60,9 @@ struct EngineConfig {
   SlotConfig slot;           // batch sizes, consolidation, ctx_checkpoints
   PolicyConfig policy;
   size_t cache_ram_mib = 512;  // host prompt cache shared by the slots; 0: none
+  // Which cache entry a prompt loads (serve/prompt_cache.h). Auto: Restorable under the
+  // divergence policy (Tandem's), Fractions (llama.cpp's) under stock and marconi.
+  CacheSelect cache_select = CacheSelect::Auto;
   // Speculative decoding with the model's MTP head (docs/speculation.md): off unless enabled.
   // Every slot then drafts draft_max tokens per step and verifies them in one pass; the output
   // is token for token what plain decoding gives (greedy, or the same sampler draws).
@@ -106,6 +109,9 @@ struct LifecycleStats {
   uint64_t state_bytes_written = 0, state_bytes_loaded = 0;
   std::vector<std::string> refused;  // the latest refusals ("file: why"), at most 16
 };
+
+// The prompt cache's options for this configuration (Auto resolved).
+PromptCacheOptions prompt_cache_options(const EngineConfig& c);
 
 struct GenerationParams {
   text::SamplerParams sampling;

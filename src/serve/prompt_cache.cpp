@@ -12,6 +12,19 @@ size_t PromptCacheEntry::bytes() const {
 
 PromptCache::PromptCache(PromptCacheOptions opt) : opt_(opt) {}
 
+int64_t restorable_pos(std::span<const int32_t> tokens, std::span<const ImageChunk> images,
+                       std::span<const Checkpoint> checkpoints, std::span<const int32_t> prompt,
+                       std::span<const ImageChunk> prompt_images) {
+  if (tokens.empty() || prompt.empty()) return 0;
+  const int64_t L = common_prefix_with_images(tokens, images, prompt, prompt_images);
+  const int64_t target = std::min(L, static_cast<int64_t>(prompt.size()) - 1);
+  if (target == static_cast<int64_t>(tokens.size())) return target;
+  int64_t best = 0;
+  for (const Checkpoint& c : checkpoints)
+    if (c.pos <= target) best = std::max(best, c.pos);
+  return best;
+}
+
 bool PromptCache::should_update(std::span<const int32_t> cached, std::span<const ImageChunk> cached_images,
                                 std::span<const int32_t> prompt, std::span<const ImageChunk> prompt_images) const {
   // llama.cpp picks the slot by similarity when the common prefix is more than
@@ -47,8 +60,26 @@ size_t PromptCache::save(std::span<const int32_t> tokens, std::span<const ImageC
 std::optional<PromptCacheEntry> PromptCache::take_best(std::span<const int32_t> slot_tokens,
                                                        std::span<const ImageChunk> slot_images,
                                                        std::span<const int32_t> prompt,
-                                                       std::span<const ImageChunk> prompt_images) {
+                                                       std::span<const ImageChunk> prompt_images,
+                                                       std::span<const Checkpoint> slot_checkpoints) {
   if (prompt.empty()) return std::nullopt;
+  if (opt_.select == CacheSelect::Restorable) {
+    // Furthest restore wins; ties stay with the slot (a load copies a whole sequence for nothing)
+    // and, among entries, go to the newest.
+    int64_t best_pos = restorable_pos(slot_tokens, slot_images, slot_checkpoints, prompt, prompt_images);
+    auto best = entries_.end();
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      const int64_t pos = restorable_pos(it->tokens, it->images, it->checkpoints, prompt, prompt_images);
+      if (pos > best_pos || (pos == best_pos && best != entries_.end())) {
+        best_pos = pos;
+        best = it;
+      }
+    }
+    if (best == entries_.end()) return std::nullopt;
+    PromptCacheEntry e = std::move(*best);
+    entries_.erase(best);
+    return e;
+  }
   const double n_new = static_cast<double>(prompt.size());
   const int64_t lcp_slot = common_prefix_with_images(slot_tokens, slot_images, prompt, prompt_images);
   // An empty slot loses to any entry.

@@ -22,8 +22,20 @@
 
 namespace tandem::serve {
 
+// Which entry a prompt loads. Fractions: llama.cpp's rule above. Restorable (issue 30): the entry
+// from which the prompt restores furthest — the entry's whole state when the prompt extends all
+// of it, else its newest checkpoint at or below the common prefix (the same restore rule as the
+// slot's) — when that beats what the slot itself restores. With a checkpoint at where the next
+// request diverges, an entry's value is that checkpoint, not the share of its tokens the prompt
+// keeps: an agent's action prompt after its summary prompt shares a few hundred tokens of a
+// several-thousand-token entry, below llama.cpp's 25%, and still restores its own prefix from it.
+// Auto: resolved by the engine (serve/engine.h: Restorable under the divergence policy, else
+// Fractions); the cache itself treats it as Fractions.
+enum class CacheSelect : uint8_t { Auto, Fractions, Restorable };
+
 struct PromptCacheOptions {
   size_t budget_mib = 512;
+  CacheSelect select = CacheSelect::Fractions;
   double min_keep = 0.25;        // an entry must keep this fraction of its own tokens
   double slot_similarity = 0.1;  // llama.cpp's --slot-prompt-similarity
   double save_below_keep = 0.5;  // a similar slot is saved when it would keep less than this
@@ -37,6 +49,13 @@ struct PromptCacheEntry {
   size_t bytes() const;
 };
 
+// Where a prompt restores from a sequence holding `tokens` with these checkpoints: the whole
+// state when the prompt's first N - 1 tokens extend all of it, else the newest checkpoint at or
+// below min(common prefix, N - 1), else 0 (the slot's restore rule, serving.md §2).
+int64_t restorable_pos(std::span<const int32_t> tokens, std::span<const ImageChunk> images,
+                       std::span<const Checkpoint> checkpoints, std::span<const int32_t> prompt,
+                       std::span<const ImageChunk> prompt_images);
+
 class PromptCache {
  public:
   explicit PromptCache(PromptCacheOptions opt = {});
@@ -49,9 +68,11 @@ class PromptCache {
   // only whole (common_prefix_with_images).
   size_t save(std::span<const int32_t> tokens, std::span<const ImageChunk> images, const StateBackend& backend,
               std::span<const Checkpoint> checkpoints);
-  // Removes and returns the best entry for `prompt` that beats a slot holding `slot_tokens`.
+  // Removes and returns the best entry for `prompt` that beats a slot holding `slot_tokens` (and,
+  // for CacheSelect::Restorable, `slot_checkpoints`).
   std::optional<PromptCacheEntry> take_best(std::span<const int32_t> slot_tokens, std::span<const ImageChunk> slot_images,
-                                            std::span<const int32_t> prompt, std::span<const ImageChunk> prompt_images);
+                                            std::span<const int32_t> prompt, std::span<const ImageChunk> prompt_images,
+                                            std::span<const Checkpoint> slot_checkpoints = {});
   // The same for sequences without images.
   bool should_update(std::span<const int32_t> cached, std::span<const int32_t> prompt) const {
     return should_update(cached, {}, prompt, {});

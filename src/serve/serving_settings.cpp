@@ -118,6 +118,26 @@ std::vector<ServingSetting> make_table() {
                       [](auto& c) -> auto& { return c.slot.ctx_checkpoints; }));
   t.push_back(int_row({"--cache-ram"}, {}, "MIB", "host prompt cache budget, 0 = off (default {})", true, 0, kBig,
                       [](auto& c) -> auto& { return c.cache_ram_mib; }));
+  {
+    ServingSetting r;
+    r.names = {"--cache-select"};
+    r.value = "S";
+    r.help = "prompt-cache entry a prompt loads: auto | fractions (llama.cpp's kept/covered\n"
+             "shares) | restorable (the furthest restore, checkpoints included); auto:\n"
+             "restorable under divergence, else fractions (default {})";
+    r.changes_counts = true;
+    r.set = [](EngineConfig& c, const std::string& flag, const std::string& v) {
+      if (v == "auto") c.cache_select = CacheSelect::Auto;
+      else if (v == "fractions") c.cache_select = CacheSelect::Fractions;
+      else if (v == "restorable") c.cache_select = CacheSelect::Restorable;
+      else throw std::invalid_argument(flag + ": auto, fractions or restorable, got \"" + v + "\"");
+    };
+    r.get = [](const EngineConfig& c) {
+      return std::string(c.cache_select == CacheSelect::Auto ? "auto"
+                         : c.cache_select == CacheSelect::Fractions ? "fractions" : "restorable");
+    };
+    t.push_back(std::move(r));
+  }
   t.push_back(int_row({"--grammar-cache"}, {}, "MIB",
                       "compiled grammars and their token masks kept by text (default {})", false, 1, 1 << 20,
                       [](auto& c) -> auto& { return c.grammar_cache_mib; }));
@@ -163,6 +183,10 @@ std::vector<ServingSetting> make_table() {
                          "divergence: also keep the state at each image's first row\n"
                          "(default {}, as in the paper)",
                          true, false, [](auto& c) -> auto& { return c.policy.divergence.before_image; }));
+  t.push_back(on_off_row({"--checkpoint-forecast"},
+                         "divergence: also keep the state where the next request is predicted to\n"
+                         "diverge (the end of the span this prompt inserted at L; default {})",
+                         true, /*ablation=*/true, [](auto& c) -> auto& { return c.policy.divergence.forecast; }));
   t.push_back(on_off_row({"--consolidate-batches"}, "one tail cut at N - n_ubatch instead of two (default {})", true,
                          /*ablation=*/true, [](auto& c) -> auto& { return c.slot.batch.consolidate; }));
   t.push_back(int_row({"-b", "--n-batch"}, {"--batch-size"}, "N", "logical batch (default {})", true, 1, kBig,

@@ -21,6 +21,7 @@ Slot::Slot(std::unique_ptr<StateBackend> backend, std::unique_ptr<CheckpointPoli
   if (cfg_.ctx_checkpoints < 0)
     throw std::invalid_argument("Slot: ctx_checkpoints must be >= 0, got " + std::to_string(cfg_.ctx_checkpoints));
   cached_.reserve(static_cast<size_t>(backend_->n_ctx()));
+  previous_.reserve(static_cast<size_t>(backend_->n_ctx()));
   backend_->reset();
 }
 
@@ -175,7 +176,7 @@ void Slot::restore_for(const Prompt& prompt) {
       stats_.prompt_cache_saved = b > 0;
       stats_.bytes_copied += b;
     }
-    if (auto entry = cache_->take_best(cached_, cached_images_, prompt.tokens, prompt_chunks_)) {
+    if (auto entry = cache_->take_best(cached_, cached_images_, prompt.tokens, prompt_chunks_, held_)) {
       if (static_cast<int64_t>(entry->tokens.size()) > backend_->n_ctx())
         throw std::length_error("Slot: a prompt-cache entry of " + std::to_string(entry->tokens.size()) +
                                 " tokens does not fit the context of " + std::to_string(backend_->n_ctx()));
@@ -193,6 +194,7 @@ void Slot::restore_for(const Prompt& prompt) {
 
   const int64_t cached = static_cast<int64_t>(cached_.size());
   cached_before_ = cached;
+  previous_.assign(cached_.begin(), cached_.end());  // the restore truncates cached_; the policy may compare
   // An image counts only whole and only as the same image (serve/prompt.h).
   const int64_t L = common_prefix_with_images(cached_, cached_images_, prompt.tokens, prompt_chunks_);
   const int64_t target = std::min(L, N - 1);  // at least one prompt token runs: the first output needs logits
@@ -365,6 +367,7 @@ PrefillReport Slot::run_prefill(const Prompt& prompt, std::chrono::steady_clock:
   ctx.capacity = cfg_.ctx_checkpoints;
   ctx.request = request_;
   ctx.cached_before = cached_before_;
+  ctx.previous = previous_;
   PrefillReport report;
   PrefillPlan plan = policy_->plan_prefill(ctx);
   check_plan(prompt, plan, R, N);

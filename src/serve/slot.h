@@ -135,6 +135,7 @@ class Slot {
   std::vector<int64_t> user_starts_;
   int64_t n_prompt_ = 0;
   int64_t cached_before_ = 0;  // cached tokens when the restore rule ran (after a cache load)
+  std::vector<int32_t> previous_;  // those tokens, for the policy (reserved to n_ctx: one copy per request)
   uint64_t request_ = 0;
   uint64_t clock_ = 0;  // logical clock: ticks at every checkpoint creation and restore
   bool open_ = false;

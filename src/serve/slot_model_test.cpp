@@ -229,5 +229,88 @@ TEST_F(SlotOnTinyModel, NegativePromptTailIsRefusedWhenSet) {
   EXPECT_NO_THROW(backend.set_prompt_tail(0));
 }
 
+
+// Issue 30: a growing history (one line appended per step, a header and the screen after it)
+// alternating with a second kind of request, under the divergence forecast and the prompt cache's
+// restorable choice: greedy outputs equal a plain full prefill on every request, the forecast's
+// checkpoints are restored, and the dry run reproduces every count.
+TEST_F(SlotOnTinyModel, GreedyOutputsUnchangedByTheForecastAndTheRestorableCache) {
+  const int32_t n_vocab = static_cast<int32_t>(model_->hparams().n_vocab);
+  std::mt19937 rng(11);
+  auto rnd = [&](int n) {
+    std::uniform_int_distribution<int32_t> d(0, n_vocab - 1);
+    std::vector<int32_t> t(static_cast<size_t>(n));
+    for (auto& x : t) x = d(rng);
+    return t;
+  };
+  const auto rules = rnd(40), task = rnd(10), header = rnd(20), closing = rnd(10), srule = rnd(15);
+  std::vector<std::vector<int32_t>> lines, screens;
+  for (int i = 0; i < 6; ++i) {
+    lines.push_back(rnd(12 + i));
+    screens.push_back(rnd(60 + 5 * i));
+  }
+  auto cat = [](std::initializer_list<std::vector<int32_t>> parts) {
+    std::vector<int32_t> out;
+    for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+    return out;
+  };
+  std::vector<Req> reqs;
+  for (int k = 0; k < 5; ++k) {
+    Req a{cat({rules, task}), {8}};
+    for (int i = 0; i < k; ++i) a.prompt.insert(a.prompt.end(), lines[i].begin(), lines[i].end());
+    a.prompt = cat({a.prompt, header, screens[k], closing});
+    reqs.push_back(a);
+    reqs.push_back(Req{cat({rules, srule, screens[k], screens[k + 1], closing}), {8}});  // the summary kind
+  }
+  std::vector<std::vector<int32_t>> ref_out(reqs.size());
+  std::vector<std::vector<float>> ref_first(reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) reference(reqs[i], ref_out[i], ref_first[i]);
+
+  SlotConfig cfg;
+  cfg.batch = BatchConfig{32, 8, true};
+  cfg.ctx_checkpoints = 4;
+  for (bool forecast : {false, true}) {
+    SCOPED_TRACE(forecast ? "forecast" : "no forecast");
+    PolicyConfig pc;
+    pc.kind = PolicyKind::Divergence;
+    pc.divergence.min_gap = 4;
+    pc.divergence.forecast = forecast;
+    PromptCache cache({.budget_mib = 64, .select = CacheSelect::Restorable}),
+        dry_cache({.budget_mib = 64, .select = CacheSelect::Restorable});
+    Slot slot(std::make_unique<ModelBackend>(*model_, kCtx), make_policy(pc), cfg);
+    slot.set_prompt_cache(&cache);
+    std::vector<RequestStats> real;
+    std::vector<RecordedRequest> recorded;
+    int64_t forecast_restores = 0;
+    std::vector<int64_t> forecasts;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      const PrefillReport rep = slot.prefill(Prompt{reqs[i].prompt, reqs[i].users});
+      if (std::find(forecasts.begin(), forecasts.end(), rep.stats.restore_pos) != forecasts.end()) ++forecast_restores;
+      std::vector<int32_t> out;
+      int32_t t = argmax(rep.logits);
+      for (int k = 0; k < kOut; ++k) {
+        out.push_back(t);
+        if (k + 1 == kOut) break;
+        t = argmax(slot.decode(t));
+      }
+      EXPECT_EQ(out, ref_out[i]) << "request " << i;
+      real.push_back(slot.end_request());
+      for (const Checkpoint& c : slot.checkpoints())
+        if (c.origin == CheckpointOrigin::Forecast) forecasts.push_back(c.pos);
+      RecordedRequest rr;
+      rr.prompt = reqs[i].prompt;
+      rr.user_starts = reqs[i].users;
+      rr.output.assign(out.begin(), out.end() - 1);
+      recorded.push_back(std::move(rr));
+    }
+    if (forecast) EXPECT_GE(forecast_restores, 3);  // action prompts 3..5 restore their predecessor's
+    auto dry = make_dry_run_slot(make_policy(pc), cfg, NullBackend::for_model(model_->hparams(), kCtx));
+    dry->set_prompt_cache(&dry_cache);
+    const std::vector<RequestStats> sim = replay(*dry, recorded);
+    ASSERT_EQ(sim.size(), real.size());
+    for (size_t i = 0; i < sim.size(); ++i) EXPECT_TRUE(sim[i].same_counts(real[i])) << "request " << i;
+  }
+}
+
 }  // namespace
 }  // namespace tandem::serve

@@ -193,7 +193,7 @@ PromptCacheEntry read_state_file(const std::filesystem::path& path, const StateF
       c.bytes = r.pod<uint64_t>();
       const auto n_floats = r.pod<uint64_t>();
       if (c.pos <= prev_pos || c.pos > static_cast<int64_t>(n_tokens) ||
-          origin > static_cast<uint8_t>(CheckpointOrigin::BeforeImage) || n_floats != cp_floats ||
+          origin > static_cast<uint8_t>(kLastCheckpointOrigin) || n_floats != cp_floats ||
           c.bytes != backend.checkpoint_bytes())
         r.fail("checkpoint " + std::to_string(i) + " does not fit the sequence or this layout (corrupted)");
       prev_pos = c.pos;

@@ -37,6 +37,7 @@
 #include "serve/request_totals.h"
 #include "serve/slot.h"
 #include "serve/speculator.h"
+#include "serve/watchdog.h"
 #include "text/sampler.h"
 #include "text/tokenizer.h"
 
@@ -69,6 +70,9 @@ struct EngineConfig {
     size_t encoder_cache_mib = 256; // encoded images kept by identity; 0: none
     int max_per_request = 8;
   } images;
+  // A forward pass, image encode or step past its deadline fails the requests in flight and, by
+  // default, exits the process for a supervisor to restart it (serve/watchdog.h).
+  WatchdogConfig watchdog;
 };
 
 struct GenerationParams {
@@ -153,6 +157,7 @@ struct EngineSnapshot {
   EncoderCacheStats encoder_cache;
   grammar::GrammarCacheStats grammar_cache;
   int64_t grammar_requests = 0;  // requests with a grammar
+  WatchdogStatus watchdog;
 };
 
 class Engine {
@@ -191,6 +196,8 @@ class Engine {
   vision::PreprocessParams image_params(const vision::ImageBudget& request_budget = {}) const;
 
   EngineSnapshot snapshot() const;
+  // The watchdog's state alone: never waits for the scheduler (GET /health while it is stuck).
+  WatchdogStatus watchdog_status() const { return watchdog_.status(); }
   // The configuration the engine was built with (snapshot() has the current switches).
   const EngineConfig& config() const { return cfg_; }
   const text::Tokenizer& tokenizer() const { return tok_; }
@@ -230,6 +237,7 @@ class Engine {
   Qwen35Model& model_;
   const text::Tokenizer& tok_;
   const EngineConfig cfg_;
+  Watchdog watchdog_;  // before the slots: their backends report to it
   vision::VisionModel* vision_ = nullptr;
   EncoderCache encoder_cache_;
   PromptCache cache_;  // touched by the scheduler thread only (its sizes are mirrored under mu_)

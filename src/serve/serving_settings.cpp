@@ -121,8 +121,8 @@ std::vector<ServingSetting> make_table() {
     r.help =
         "watchdog: a forward pass, image encode or step that runs longer than\n"
         "S seconds + --watchdog-ms-per-token per token fails the requests in\n"
-        "flight and exits with status 75 for a supervisor to restart the\n"
-        "server; 0 = off (default {})";
+        "flight, and the server exits with status 75 for a supervisor to\n"
+        "restart it (--watchdog-exit); 0 = off (default {})";
     r.set = [](EngineConfig& c, const std::string& flag, const std::string& v) {
       char* end = nullptr;
       errno = 0;

@@ -128,7 +128,10 @@ TEST(HttpWatchdog, HealthAndTheClientSeeAHungPassThenTheServerRecovers) {
 
   // Released: healthy again, and a request is served.
   gate->open();
-  ASSERT_TRUE(wait_until([&] { return c->Get("/health")->status == 200; }));
+  ASSERT_TRUE(wait_until([&] {
+    const auto h = c->Get("/health");
+    return h && h->status == 200;
+  }));
   EXPECT_EQ(Json::parse(c->Get("/health")->body), Json({{"status", "ok"}}));
   ASSERT_TRUE(wait_until([&] { return all_slots_idle(*s.engine); }));
   auto ok = c->Post("/v1/chat/completions", to_text(chat_body("Tap the search field.")), "application/json");

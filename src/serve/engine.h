@@ -13,6 +13,8 @@
 // (a step = a whole prefill, or one decode), round robin, so that slots share the model fairly;
 // Qwen35Model::forward runs one call at a time anyway. Between steps it drops cancelled requests
 // and those past their deadline, and applies run-time configuration changes.
+// Every step, pass and image encode is a heartbeat of the watchdog (serve/watchdog.h), which
+// fails the requests in flight when one runs past its deadline.
 #pragma once
 
 #include <condition_variable>

@@ -9,13 +9,13 @@
 //      FinishReason::Watchdog and a message naming the stuck work and the deadline (the HTTP
 //      client gets a 503), and new requests are refused;
 //   2. the engine reports it (status(): GET /health answers 503 with the details);
-//   3. with exit_on_trip (tandem-server: always), after grace_ms, so that the failed requests'
-//      answers are written, the process exits with kWatchdogExitStatus for a supervisor
-//      (systemd Restart=on-failure, an Android service) to restart it; the states survive a
-//      restart only where they are on disk (--state-dir).
-//   Without exit_on_trip (an embedder, the tests) the engine stays refusing until the stuck work
-//   returns; then it serves again (the failed requests were cancelled, so the scheduler drops
-//   them; the slots keep their states, which the completed work left consistent).
+//   3. with exit_on_trip (the default; tandem-server's --watchdog-exit), after grace_ms, so that
+//      the failed requests' answers are written, the process exits with kWatchdogExitStatus for
+//      a supervisor (systemd Restart=on-failure, an Android service) to restart it; the states
+//      survive a restart only where they are on disk (--state-dir).
+//   Without exit_on_trip (--watchdog-exit off, the tests) the engine stays refusing until the
+//   stuck work returns; then it serves again (the failed requests were cancelled, so the
+//   scheduler drops them; the slots keep their states, which the completed work left consistent).
 //
 // How it watches: the scheduler thread publishes a heartbeat, the unit of work it is in (a step,
 // and inside it each forward pass, verification pass, draft and image encode) with its start time
@@ -91,7 +91,7 @@ struct WatchdogConfig {
   int64_t deadline_ms = 60000;
   int64_t per_token_ms = 100;  // --watchdog-ms-per-token: added per token (image row) of the unit
   int64_t grace_ms = 2000;     // --watchdog-grace-ms: from the trip to the exit
-  // Exit the process after a trip (tandem-server). false: stay up, refusing until the work returns.
+  // --watchdog-exit: exit the process after a trip. false: stay up, refusing until the work returns.
   bool exit_on_trip = true;
   // Called on the watchdog thread after the requests are failed, before the grace (tests record
   // the trip; not a flag).

@@ -174,6 +174,22 @@ std::string prometheus_text(const serve::EngineSnapshot& s) {
   w.one("tandem_governor_max_wake_latency_ms", "gauge", "Longest re-acquire.", g.max_wake_latency_ms);
   w.one("tandem_governor_released", "gauge", "1 while resources are released.", g.released ? 1 : 0);
 
+  // Lifecycle: unloading after --unload-idle-s, the state directory (serve/engine_lifecycle.cpp).
+  const serve::LifecycleStats& L = s.lifecycle;
+  w.one("tandem_model_loaded", "gauge", "1 while the weights are loaded (0 after an idle unload).", L.weights_loaded ? 1 : 0);
+  w.one("tandem_model_unloads_total", "counter", "Idle unloads of the weights (--unload-idle-s).", d(L.unloads));
+  w.one("tandem_model_reloads_total", "counter", "Reloads of the weights for a request after an unload.", d(L.reloads));
+  w.one("tandem_model_cold_start_ms", "gauge", "The last reload, whole: mapping, packing, state files.", L.cold_start_ms);
+  w.one("tandem_model_cold_start_map_ms", "gauge", "The last reload: opening, checking and binding the file.", L.cold_map_ms);
+  w.one("tandem_model_cold_start_pack_ms", "gauge", "The last reload: packing the matrix path's copies.", L.cold_pack_ms);
+  w.one("tandem_model_cold_start_states_ms", "gauge", "The last reload: loading the state directory.", L.cold_states_ms);
+  w.one("tandem_state_files_written_total", "counter", "State files written to --state-dir.", d(L.state_files_written));
+  w.one("tandem_state_files_loaded_total", "counter", "State files loaded from --state-dir.", d(L.state_files_loaded));
+  w.one("tandem_state_files_refused_total", "counter",
+        "State files refused (another model or layout, truncated, corrupted) or not written.", d(L.state_files_refused));
+  w.one("tandem_state_bytes_written_total", "counter", "Bytes of state files written.", d(L.state_bytes_written));
+  w.one("tandem_state_bytes_loaded_total", "counter", "Bytes of state files loaded.", d(L.state_bytes_loaded));
+
   // Current switches.
   w.family("tandem_config_info", "gauge", "The serving configuration now in force (labels).");
   w.sample("tandem_config_info", 1,

@@ -47,6 +47,7 @@ Json timings_json(const serve::GenerationResult& r) {
   t["predicted_ms"] = r.predicted_ms;
   t["predicted_per_token_ms"] = predicted_n > 0 ? r.predicted_ms / predicted_n : 0.0;
   t["predicted_per_second"] = r.predicted_ms > 0 ? 1000.0 * predicted_n / r.predicted_ms : 0.0;
+  t["cold_start_ms"] = r.cold_start_ms;  // the reload after an idle unload this request waited for
   const nlohmann::json stats = s;  // every serving.md §5 number, under RequestStats' names
   for (const auto& [k, v] : stats.items()) t[k] = Json::parse(v.dump());
   t["image_rows_reused"] = s.image_rows - s.image_rows_prefilled;

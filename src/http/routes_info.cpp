@@ -155,6 +155,18 @@ void HttpServer::props_get(const httplib::Request&, httplib::Response& res) {
                       {"mmproj_path", s.vision ? Json(cfg_.mmproj_path) : Json()},
                       {"serving", serving_json(s, c)},
                       {"watchdog", watchdog_json(s.watchdog)},
+                      {"lifecycle", Json{{"weights_loaded", s.lifecycle.weights_loaded},
+                                         {"unload_idle_s", c.unload_idle_ms / 1000},
+                                         {"unloads", s.lifecycle.unloads},
+                                         {"reloads", s.lifecycle.reloads},
+                                         {"cold_start_ms", s.lifecycle.cold_start_ms},
+                                         {"cold_start_parts_ms", Json{{"map", s.lifecycle.cold_map_ms},
+                                                                      {"pack", s.lifecycle.cold_pack_ms},
+                                                                      {"states", s.lifecycle.cold_states_ms}}},
+                                         {"state_dir", s.lifecycle.state_dir.empty() ? Json() : Json(s.lifecycle.state_dir)},
+                                         {"state_files_written", s.lifecycle.state_files_written},
+                                         {"state_files_loaded", s.lifecycle.state_files_loaded},
+                                         {"state_files_refused", s.lifecycle.refused}}},
                       {"settings", settings_json(s, c)}});
 }
 

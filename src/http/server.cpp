@@ -104,6 +104,7 @@ void HttpServer::add_routes() {
   svr_->Get("/health", wrap(&HttpServer::health));
   svr_->Get("/v1/health", wrap(&HttpServer::health));
   svr_->Get("/slots", wrap(&HttpServer::slots));
+  svr_->Post(R"(/slots/([^/]+))", wrap(&HttpServer::slot_action));
   svr_->Get("/metrics", wrap(&HttpServer::metrics));
   svr_->Get("/props", wrap(&HttpServer::props_get));
   svr_->Post("/props", wrap(&HttpServer::props_post));

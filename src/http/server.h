@@ -70,6 +70,7 @@ class HttpServer {
   void generate(const httplib::Request& req, httplib::Response& res, Api api);
   void health(const httplib::Request& req, httplib::Response& res);
   void slots(const httplib::Request& req, httplib::Response& res);
+  void slot_action(const httplib::Request& req, httplib::Response& res);  // routes_slots.cpp
   void metrics(const httplib::Request& req, httplib::Response& res);
   void props_get(const httplib::Request& req, httplib::Response& res);
   void props_post(const httplib::Request& req, httplib::Response& res);

@@ -1,6 +1,7 @@
 #include "model/qwen35_model.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -15,6 +16,7 @@
 #include "kernels/norms.h"
 #include "kernels/rope.h"
 #include "kernels/stream_copy.h"
+#include "model/model_fingerprint.h"
 #include "model/rollback_aware_prefill.h"
 
 namespace tandem {
@@ -116,16 +118,64 @@ std::unique_ptr<Qwen35Model> Qwen35Model::load(const std::string& path, int n_th
 
 std::unique_ptr<Qwen35Model> Qwen35Model::load(const std::string& path, const LoadOptions& opt) {
   std::unique_ptr<Qwen35Model> m(new Qwen35Model());
-  m->file_ = GgufFile::open(path);
-  m->hp_ = Qwen35HParams::from_gguf(*m->file_);
-  m->w_ = Qwen35Weights::load(*m->file_, m->hp_);
+  auto file = GgufFile::open(path);
+  m->path_ = path;
+  m->hp_ = Qwen35HParams::from_gguf(*file);
+  m->fingerprint_ = model_fingerprint(*file);  // before packing gives the sampled pages back
+  m->bind_weights(std::move(file));
   m->ws_ = std::make_unique<Workspace>(opt.tier);  // the kernel tier, fixed for the model's life
+  m->pack_matrices_ = opt.pack_matrices;
   if (opt.pack_matrices) m->pack_for_matrix_path();  // the matrices the tier multiplies packed (kernels::plan_matrix)
   m->pool_ = std::make_unique<ThreadPool>(opt.n_threads);
   m->governor_ = std::make_unique<CpuResourceGovernor>(*m->pool_);
   m->ws_->kc.pool = m->pool_.get();
   m->ws_->per_thread.reset(new ScratchBuffer[static_cast<size_t>(m->pool_->size())]);
   return m;
+}
+
+void Qwen35Model::bind_weights(std::unique_ptr<GgufFile> file) {
+  w_ = Qwen35Weights::load(*file, hp_);
+  has_mtp_ = w_.mtp.has_value();
+  file_ = std::move(file);
+}
+
+void Qwen35Model::require_weights(const char* what) const {
+  if (!file_) throw std::logic_error(std::string(what) + ": the model's weights are unloaded (reload_weights first)");
+}
+
+void Qwen35Model::unload_weights() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!file_) return;
+  w_ = Qwen35Weights{};
+  packed_ = kernels::PackedWeights{};
+  file_.reset();
+  // A fresh workspace on the same kernel context: the pass buffers (sized by the largest pass
+  // so far) go with the weights.
+  auto ws = std::make_unique<Workspace>(ws_->kc.tier);
+  ws->kc.pool = ws_->kc.pool;
+  ws->kc.packed_few_tokens_on_vector_units = ws_->kc.packed_few_tokens_on_vector_units;
+  ws->kc.activations = ws_->kc.activations;
+  ws->per_thread.reset(new ScratchBuffer[static_cast<size_t>(pool_->size())]);
+  ws_ = std::move(ws);
+}
+
+Qwen35Model::ReloadTimes Qwen35Model::reload_weights() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ReloadTimes t;
+  if (file_) return t;
+  using Clock = std::chrono::steady_clock;
+  const auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+  const auto t0 = Clock::now();
+  auto file = GgufFile::open(path_);
+  if (model_fingerprint(*file) != fingerprint_)
+    file->fail("is no longer the file this server loaded (its size, tensors or sampled contents changed); "
+               "restart the server to serve the new file");
+  bind_weights(std::move(file));
+  const auto t1 = Clock::now();
+  if (pack_matrices_) pack_for_matrix_path();
+  t.map_ms = ms(t0, t1);
+  t.pack_ms = ms(t1, Clock::now());
+  return t;
 }
 
 CpuTier Qwen35Model::cpu_tier() const { return ws_->kc.tier; }
@@ -184,6 +234,7 @@ std::unique_ptr<MtpState> Qwen35Model::new_mtp_state(int64_t n_ctx) const {
 void Qwen35Model::mtp_forward(MtpState& st, std::span<const int32_t> tokens, const float* hidden, LogitsMode logits,
                               ForwardOutput& out, const WeightMatrix* head) {
   std::lock_guard<std::mutex> lock(mu_);
+  require_weights("mtp_forward");
   if (!has_mtp()) throw std::logic_error("this model file has no MTP block (nextn_predict_layers = 0)");
   const int64_t T = static_cast<int64_t>(tokens.size()), n_embd = hp_.n_embd, pos0 = st.n_past;
   if (T == 0) throw std::invalid_argument("mtp_forward: empty batch");
@@ -308,6 +359,7 @@ Qwen35Model::PassShape& Qwen35Model::plan_pass(const SequenceState& st, int64_t 
 void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, const ForwardOptions& opt,
                           ForwardOutput& out) {
   std::lock_guard<std::mutex> lock(mu_);
+  require_weights("forward");
   // Validate everything before touching the state.
   validate_batch(st, tokens);
   const int64_t T = static_cast<int64_t>(tokens.size());
@@ -318,6 +370,7 @@ void Qwen35Model::forward(SequenceState& st, std::span<const int32_t> tokens, co
 void Qwen35Model::forward_image(SequenceState& st, const EmbeddingRows& rows, const ForwardOptions& opt,
                                 ForwardOutput& out) {
   std::lock_guard<std::mutex> lock(mu_);
+  require_weights("forward_image");
   validate_rows(st, rows);
   const PassShape& sh = plan_pass(st, rows.n_rows, opt);
   // The image's first rows: the state now holds it (open until its last row is in), which gives
@@ -329,6 +382,7 @@ void Qwen35Model::forward_image(SequenceState& st, const EmbeddingRows& rows, co
 void Qwen35Model::forward_logged(SequenceState& st, std::span<const int32_t> tokens, const LoggedPassOptions& opt,
                                  ForwardOutput& out) {
   std::lock_guard<std::mutex> lock(mu_);
+  require_weights("forward_logged");
   validate_batch(st, tokens);
   const int64_t T = static_cast<int64_t>(tokens.size());
   PassShape& sh = *ws_->shape;
@@ -648,6 +702,7 @@ int64_t Qwen35Model::replay_floats_per_layer(int64_t T) const { return 2 * T * h
 
 void Qwen35Model::roll_back(SequenceState& st, const ForwardOutput& out, int64_t pos) {
   std::lock_guard<std::mutex> lock(mu_);
+  require_weights("roll_back");
   const ReplayLog& log = out.replay;
   if (!log.valid_for(st))
     throw std::logic_error("roll_back: the replay log is not from this sequence's last forward pass");

@@ -172,8 +172,26 @@ class Qwen35Model {
   // Gives the pool's resources back between bursts (idle release, 3 s by default).
   CpuResourceGovernor& governor() { return *governor_; }
 
+  // Unloading between bursts (the server's --unload-idle-s): unload_weights() unmaps the file
+  // and frees the packed copies and the pass workspace; the shapes, the thread pool and the
+  // governor stay, and so do sequences made by new_sequence (their owners free them).
+  // reload_weights() maps the file again, refuses it (GgufError, the model stays unloaded) when
+  // it is no longer the file that was loaded (model_fingerprint), and binds and packs as load()
+  // did. A pass on an unloaded model throws std::logic_error. Not during a pass (both take the
+  // pass lock).
+  struct ReloadTimes {
+    double map_ms = 0;   // open, parse and check the file, bind the tensors
+    double pack_ms = 0;  // the packed copies of the matrix path
+  };
+  void unload_weights();
+  ReloadTimes reload_weights();
+  bool weights_loaded() const { return file_ != nullptr; }
+  // model_fingerprint() of the file, taken at load: what the state files record.
+  uint64_t fingerprint() const { return fingerprint_; }
+  const std::string& path() const { return path_; }
+
   std::unique_ptr<SequenceState> new_sequence(int64_t n_ctx) const;
-  bool has_mtp() const { return w_.mtp.has_value(); }
+  bool has_mtp() const { return has_mtp_; }  // kept while unloaded
   std::unique_ptr<MtpState> new_mtp_state(int64_t n_ctx) const;
 
   // The MTP head (spec §7) over T rows at positions st.n_past()...: row t combines
@@ -258,7 +276,14 @@ class Qwen35Model {
   // its 16-row packed copy (kernels/weight_pack.h), multiplied on the tiles or the vector units.
   void pack_for_matrix_path();
 
+  // The file's mapping (null while unloaded): bind_weights() makes w_ point into it.
+  void bind_weights(std::unique_ptr<GgufFile> file);
+  void require_weights(const char* what) const;
   std::unique_ptr<GgufFile> file_;
+  std::string path_;
+  uint64_t fingerprint_ = 0;
+  bool pack_matrices_ = true;
+  bool has_mtp_ = false;
   Qwen35HParams hp_;
   Qwen35Weights w_;
   kernels::PackedWeights packed_;

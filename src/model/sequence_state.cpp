@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "runtime/binary_io.h"
+
 namespace tandem {
 
 SequenceState::SequenceState(const Qwen35HParams& hp, int64_t n_ctx)
@@ -114,6 +116,67 @@ void SequenceState::reset() {
   n_past_ = 0;
   images_.clear();
   bump_version();
+}
+
+void SequenceState::write(BinaryWriter& w) const {
+  w.pod<int64_t>(n_past_);
+  w.pod<uint64_t>(images_.size());
+  for (const ImageSpan& im : images_) {
+    w.pod<int64_t>(im.begin);
+    w.pod<int64_t>(im.p0);
+    w.pod<int32_t>(im.nx);
+    w.pod<int32_t>(im.ny);
+  }
+  w.pod<uint64_t>(recurrent_.size());
+  w.write(recurrent_.data(), recurrent_.size() * sizeof(float));
+  w.pod<int64_t>(kv_dim_);
+  w.pod<int32_t>(n_attn_);
+  const size_t row = static_cast<size_t>(n_past_ * kv_dim_);
+  for (int a = 0; a < n_attn_; ++a) {
+    w.write(kv_.data() + (2 * a) * n_ctx_ * kv_dim_, row * sizeof(float));
+    w.write(kv_.data() + (2 * a + 1) * n_ctx_ * kv_dim_, row * sizeof(float));
+  }
+}
+
+void SequenceState::read(BinaryReader& r) {
+  reset();
+  try {
+    const auto n_past = r.pod<int64_t>();
+    if (n_past < 0 || n_past > n_ctx_)
+      r.fail("a sequence of " + std::to_string(n_past) + " rows does not fit a context of " + std::to_string(n_ctx_));
+    const uint64_t n_images = r.count(2 * sizeof(int64_t) + 2 * sizeof(int32_t), "images");
+    std::vector<ImageSpan> images;
+    images.reserve(n_images);
+    int64_t prev_end = 0;
+    for (uint64_t i = 0; i < n_images; ++i) {
+      ImageSpan im;
+      im.begin = r.pod<int64_t>();
+      im.p0 = r.pod<int64_t>();
+      im.nx = r.pod<int32_t>();
+      im.ny = r.pod<int32_t>();
+      // Ascending, disjoint, inside the sequence (the last may be open: rows pending past n_past).
+      if (im.nx <= 0 || im.ny <= 0 || im.begin < prev_end || im.begin >= n_past || im.p0 < 0 || im.p0 > im.begin)
+        r.fail("image " + std::to_string(i) + " of the sequence is not a valid span (corrupted)");
+      prev_end = im.end();
+      images.push_back(im);
+    }
+    if (r.pod<uint64_t>() != recurrent_.size())
+      r.fail("the recurrent state has another size than this model's (another layout)");
+    r.read(recurrent_.data(), recurrent_.size() * sizeof(float));
+    if (r.pod<int64_t>() != kv_dim_ || r.pod<int32_t>() != n_attn_)
+      r.fail("the KV rows have another shape than this model's (another layout)");
+    const size_t row = static_cast<size_t>(n_past * kv_dim_);
+    for (int a = 0; a < n_attn_; ++a) {
+      r.read(k_cache(a), row * sizeof(float));
+      r.read(v_cache(a), row * sizeof(float));
+    }
+    n_past_ = n_past;
+    images_ = std::move(images);
+    bump_version();
+  } catch (...) {
+    reset();
+    throw;
+  }
 }
 
 }  // namespace tandem

@@ -34,6 +34,9 @@
 
 namespace tandem {
 
+class BinaryWriter;  // runtime/binary_io.h
+class BinaryReader;
+
 // A sequence's recurrent state (conv states then delta-rule states, every GDN layer), cache-line
 // aligned so that kernels may stream whole rows into it.
 using StateBuffer = CacheAlignedVector<float>;
@@ -100,6 +103,13 @@ class SequenceState {
   void copy_from(const SequenceState& other);
   // Back to an empty sequence: zero state, position 0.
   void reset();
+
+  // The sequence as a state file holds it (serve/state_file.h): position, images, recurrent state
+  // and the KV rows in use. read() fills a state of the same layout with room for the rows; it
+  // throws BinaryFormatError (a file of another layout, too long a sequence, a bad image table)
+  // and then leaves this state reset.
+  void write(BinaryWriter& w) const;
+  void read(BinaryReader& r);
 
   // The images the sequence holds, by cache index (the last one may be open: see above).
   const std::vector<ImageSpan>& images() const { return images_; }

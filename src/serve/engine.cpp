@@ -1,22 +1,20 @@
 #include "serve/engine.h"
+#include "serve/engine_parts.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <limits>
 #include <utility>
 
 #include "serve/flop_model.h"
-#include "serve/grammar_drafts.h"
-#include "serve/grammar_picker.h"
 #include "serve/model_backend.h"
 #include "serve/watched_backend.h"
-#include "text/stop_strings.h"
 #include "vision/vision_model.h"
 
 namespace tandem::serve {
 
 namespace {
-using Clock = std::chrono::steady_clock;
 
 // What the configuration means for this model, decided once: Marconi scores FLOPs saved with this
 // model's coefficients; without an MTP block speculation drafts only what a request's grammar
@@ -27,9 +25,6 @@ EngineConfig for_model(EngineConfig cfg, const Qwen35Model& model) {
   return cfg;
 }
 
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
 }  // namespace
 
 std::string_view to_string(SlotPhase p) {
@@ -40,59 +35,6 @@ std::string_view to_string(SlotPhase p) {
   }
   return "idle";
 }
-
-// Wakes the scheduler; shared with the Generations' cancel hooks so that a late cancel() never
-// touches a destroyed engine.
-struct Engine::Wake {
-  std::mutex m;
-  std::condition_variable cv;
-  bool flag = false;
-  void signal() {
-    {
-      std::lock_guard lk(m);
-      flag = true;
-    }
-    cv.notify_all();
-  }
-};
-
-struct Engine::Pending {
-  EngineRequest req;
-  std::shared_ptr<Generation> gen;
-  std::optional<Clock::time_point> deadline;
-};
-
-struct Engine::SlotRun {
-  int id = 0;
-  std::unique_ptr<Slot> slot;
-  uint64_t applied_version = 0;
-  uint64_t last_used = 0;
-  // The request in the slot (phase != Idle).
-  SlotPhase phase = SlotPhase::Idle;
-  std::unique_ptr<Pending> p;
-  std::optional<Live> apply;  // configuration to apply before the next prefill
-  std::optional<text::Sampler> sampler;
-  std::optional<grammar::Matcher> matcher;     // the request's grammar, if it has one
-  std::optional<GrammarPicker> picker;         // the sampler under the grammar's mask
-  std::optional<GrammarDrafts> grammar_drafts; // the grammar's view for speculative drafting
-  // The grammar after the last *emitted* token: a speculative step's picker has already moved the
-  // matcher past the whole step (the bonus token included), which the engine emits one by one.
-  grammar::GrammarState emitted_state = grammar::kDeadState;
-  std::optional<text::StreamDecoder> decoder;
-  std::optional<text::StopStrings> stops;
-  std::string raw_text;  // decoded output before stop strings (to name the matching one)
-  GenerationResult result;
-  int32_t last = -1;
-  bool prefilled = false;
-  std::vector<int32_t> spec_tokens;  // one speculative step's tokens, emitted in order
-  // The request's images: the slot's view (rows on demand), the rows once got, and what getting
-  // them took.
-  std::vector<PromptImage> prompt_images;
-  std::vector<ImageRows> image_rows;
-  int64_t images_encoded = 0, encoder_cache_hits = 0;
-  double encoder_ms = 0;
-  Clock::time_point assigned, prefill_end, last_token;
-};
 
 Engine::Engine(Qwen35Model& model, const text::Tokenizer& tok, EngineConfig cfg, vision::VisionModel* vision)
     : model_(model), tok_(tok), cfg_(for_model(std::move(cfg), model)), watchdog_(cfg_.watchdog), vision_(vision),
@@ -133,6 +75,24 @@ Engine::Engine(Qwen35Model& model, const text::Tokenizer& tok, EngineConfig cfg,
     refresh_locked(*slots_.back());
   }
   counters_.prompt_cache_budget_bytes = cfg_.cache_ram_mib > 0 ? cache_.budget_bytes() : 0;
+  if (cfg_.unload_idle_ms < 0)
+    throw std::invalid_argument("unload-idle-s: expected >= 0, got " + std::to_string(cfg_.unload_idle_ms / 1000.0));
+  if (!cfg_.state_dir.empty()) {
+    if (cfg_.cache_ram_mib == 0)
+      throw std::invalid_argument("--state-dir keeps the prompt cache's entries on disk: it needs a prompt cache "
+                                  "(--cache-ram > 0)");
+    store_ = std::make_unique<StateStore>(cfg_.state_dir,
+                                          StateFileIdentity{model_.fingerprint(), slots_[0]->slot->backend().state_layout()});
+    const StateDirReport rep = store_->load_cache(cache_, slots_[0]->slot->backend());
+    LifecycleStats& L = counters_.lifecycle;
+    L.state_dir = cfg_.state_dir;
+    L.state_files_loaded = static_cast<uint64_t>(rep.files);
+    L.state_bytes_loaded = rep.bytes;
+    note_refusals(rep.refused);
+    counters_.prompt_cache_bytes = cache_.bytes_used();
+    counters_.prompt_cache_entries = cache_.entries();
+  }
+  last_work_ = Clock::now();
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -143,6 +103,14 @@ Engine::~Engine() {
   }
   wake();
   if (thread_.joinable()) thread_.join();
+  // The slots and the prompt cache to the state directory: a restarted server restores them.
+  if (store_) {
+    try {
+      persist();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tandem: could not write the states to %s: %s\n", cfg_.state_dir.c_str(), e.what());
+    }
+  }
 }
 
 void Engine::wake() { wake_->signal(); }
@@ -344,13 +312,18 @@ void Engine::expire_queue_locked(std::vector<std::unique_ptr<Pending>>& out, std
 }
 
 int Engine::pick_slot_locked(const Pending& p) const {
+  // A slot with an action waiting (slot_action) runs it before any new request.
+  const auto free = [&](const SlotRun& s) {
+    return s.phase == SlotPhase::Idle &&
+           std::none_of(tasks_.begin(), tasks_.end(), [&](const auto& t) { return t->id == s.id; });
+  };
   const int pinned = p.req.params.id_slot;
-  if (pinned >= 0) return slots_[static_cast<size_t>(pinned)]->phase == SlotPhase::Idle ? pinned : -1;
+  if (pinned >= 0) return free(*slots_[static_cast<size_t>(pinned)]) ? pinned : -1;
   int best = -1;
   int64_t best_lcp = -1;
   uint64_t best_use = 0;
   for (const auto& s : slots_) {
-    if (s->phase != SlotPhase::Idle) continue;
+    if (!free(*s)) continue;
     const int64_t lcp = common_prefix(s->slot->cached_tokens(), p.req.prompt);  // placeholders: close enough to rank
     if (lcp > best_lcp || (lcp == best_lcp && s->last_used < best_use)) {
       best = s->id;
@@ -378,6 +351,7 @@ void Engine::assign_locked() {
     s.result.slot = id;
     s.result.started = true;
     s.result.queue_ms = ms_between(s.p->gen->arrival(), s.assigned);
+    s.result.cold_start_ms = s.p->cold_start_ms;
     if (s.applied_version != live_.version) {
       s.apply = live_;
       s.applied_version = live_.version;
@@ -395,12 +369,17 @@ void Engine::loop() {
     std::vector<FinishReason> why;
     bool idle = false;
     bool stopping = false;
+    bool reload_first = false;
+    bool tasks = false;
     std::optional<Clock::time_point> next_deadline;
     {
       std::lock_guard lk(mu_);
       stopping = stop_;
       expire_queue_locked(expired, why);
-      if (!stopping) assign_locked();
+      // Queued requests on unloaded weights: reload first (outside the lock), then assign.
+      reload_first = !stopping && !queue_.empty() && !model_.weights_loaded();
+      tasks = !tasks_.empty();
+      if (!stopping && !reload_first) assign_locked();  // not to a slot with an action waiting
       idle = busy_ == 0;
       for (const auto& p : queue_)
         if (p->deadline && (!next_deadline || *p->deadline < *next_deadline)) next_deadline = p->deadline;
@@ -414,12 +393,36 @@ void Engine::loop() {
     if (stopping) {
       for (auto& s : slots_)
         if (s->phase != SlotPhase::Idle) finish(*s, FinishReason::Cancelled);
+      fail_slot_tasks("the server is stopping");
       return;
     }
+    if (tasks) {
+      if (run_slot_tasks()) continue;  // some ran: look at the queue again
+    }
+    if (reload_first) {
+      const auto beat = watchdog_.unit(WorkKind::Reload, 0);  // a hung reload would hold the queue forever
+      reload();
+      continue;
+    }
     if (idle) {
+      // Unloading after --unload-idle-s without work (the weights go; the next request reloads).
+      std::optional<Clock::time_point> unload_at;
+      if (cfg_.unload_idle_ms > 0 && model_.weights_loaded())
+        unload_at = last_work_ + std::chrono::milliseconds(cfg_.unload_idle_ms);
+      if (unload_at && Clock::now() >= *unload_at) {
+        bool still_idle;
+        {
+          std::lock_guard lk(mu_);
+          still_idle = busy_ == 0 && queue_.empty() && tasks_.empty() && !stop_;
+        }
+        if (still_idle) unload();
+        continue;
+      }
+      std::optional<Clock::time_point> until = next_deadline;
+      if (unload_at && (!until || *unload_at < *until)) until = unload_at;
       std::unique_lock lk(wake_->m);
       const auto pred = [&] { return wake_->flag; };
-      if (next_deadline) wake_->cv.wait_until(lk, *next_deadline, pred);
+      if (until) wake_->cv.wait_until(lk, *until, pred);
       else wake_->cv.wait(lk, pred);
       wake_->flag = false;
       continue;
@@ -433,6 +436,7 @@ void Engine::loop() {
       step(s);
     }
     rr = (rr + 1) % n;
+    last_work_ = Clock::now();
   }
 }
 

@@ -17,6 +17,7 @@
 // fails the requests in flight when one runs past its deadline.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -40,6 +41,7 @@
 #include "serve/slot.h"
 #include "serve/speculator.h"
 #include "serve/watchdog.h"
+#include "serve/state_store.h"
 #include "text/sampler.h"
 #include "text/tokenizer.h"
 
@@ -75,6 +77,37 @@ struct EngineConfig {
   // A forward pass, image encode or step past its deadline fails the requests in flight and, by
   // default, exits the process for a supervisor to restart it (serve/watchdog.h).
   WatchdogConfig watchdog;
+  // States on disk (serve/state_store.h, docs/serving.md "States on disk"): the prompt cache's
+  // entries (and the slots, saved into it) are written here when the engine unloads or stops,
+  // and loaded when it starts or reloads. "": none. Needs a prompt cache (cache_ram_mib > 0).
+  std::string state_dir;
+  // Unload the model's weights after this long without work (0: never); the next request reloads
+  // them (GenerationResult::cold_start_ms). The slots are saved into the prompt cache first, and
+  // the cache to state_dir when one is set.
+  int64_t unload_idle_ms = 0;
+};
+
+// llama.cpp's POST /slots/{id}?action=save|restore|erase (Engine::slot_action).
+enum class SlotAction : uint8_t { Save, Restore, Erase };
+struct SlotActionResult {
+  int id_slot = 0;
+  std::string filename;
+  int64_t n_tokens = 0;  // saved, restored or erased
+  uint64_t n_bytes = 0;  // written or read
+  double ms = 0;
+};
+
+// The unload/reload cycle and the state directory (EngineSnapshot::lifecycle).
+struct LifecycleStats {
+  bool weights_loaded = true;
+  uint64_t unloads = 0, reloads = 0;
+  double last_unload_ms = 0;
+  // The last reload's parts (a cold start): mapping + binding, packing, state files, and the total.
+  double cold_start_ms = 0, cold_map_ms = 0, cold_pack_ms = 0, cold_states_ms = 0;
+  std::string state_dir;        // "" without one
+  uint64_t state_files_written = 0, state_files_loaded = 0, state_files_refused = 0;
+  uint64_t state_bytes_written = 0, state_bytes_loaded = 0;
+  std::vector<std::string> refused;  // the latest refusals ("file: why"), at most 16
 };
 
 struct GenerationParams {
@@ -160,6 +193,7 @@ struct EngineSnapshot {
   grammar::GrammarCacheStats grammar_cache;
   int64_t grammar_requests = 0;  // requests with a grammar
   WatchdogStatus watchdog;
+  LifecycleStats lifecycle;
 };
 
 class Engine {
@@ -197,6 +231,13 @@ class Engine {
   bool has_vision() const { return vision_ != nullptr; }
   vision::PreprocessParams image_params(const vision::ImageBudget& request_budget = {}) const;
 
+  // Saves the slot's state to a file of the state directory, restores it from one, or erases it
+  // (llama.cpp's slot API). Waits until the slot is idle and runs on the scheduler thread.
+  // Throws std::invalid_argument (no such slot, no state directory, a bad file name),
+  // StateFileError (a file refused: another model or layout, truncated, corrupted; named) or
+  // std::runtime_error (the engine is stopping).
+  SlotActionResult slot_action(int id, SlotAction action, const std::string& filename = {});
+
   EngineSnapshot snapshot() const;
   // The watchdog's state alone: never waits for the scheduler (GET /health while it is stuck).
   WatchdogStatus watchdog_status() const { return watchdog_.status(); }
@@ -233,6 +274,18 @@ class Engine {
   void complete(const EngineRequest& req, Generation& gen, GenerationResult&& r);
   void wake();
 
+  // The lifecycle (serve/engine_lifecycle.cpp): slot actions, unloading and reloading, the state
+  // directory. All on the scheduler thread.
+  struct SlotTask;
+  bool run_slot_tasks();  // the queued tasks whose slot is idle; whether any ran
+  void fail_slot_tasks(const std::string& why);
+  void unload();
+  // Before a queued request runs on unloaded weights; false when they could not be reloaded
+  // (the queued requests then fail with the reason).
+  bool reload();
+  void persist();  // the slots into the prompt cache, the cache to the state directory
+  void note_refusals(const std::vector<std::string>& refused);  // mu_ held
+
   // The rows of image i of the request in slot s: from the encoder cache, or encoded now.
   const float* image_rows(SlotRun& s, size_t i);
 
@@ -243,6 +296,9 @@ class Engine {
   vision::VisionModel* vision_ = nullptr;
   EncoderCache encoder_cache_;
   PromptCache cache_;  // touched by the scheduler thread only (its sizes are mirrored under mu_)
+  std::unique_ptr<StateStore> store_;  // --state-dir; scheduler thread (and the constructor, destructor)
+  std::deque<std::shared_ptr<SlotTask>> tasks_;  // under mu_
+  std::chrono::steady_clock::time_point last_work_;  // scheduler thread: when the last request ended or started
   mutable std::mutex grammar_mu_;
   std::unique_ptr<grammar::GrammarCache> grammars_;  // built at the first grammar request
 

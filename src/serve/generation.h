@@ -49,6 +49,7 @@ struct GenerationResult {
   RequestStats stats;           // the slot's numbers (serving.md §5); zero when !started
   double queue_ms = 0;          // arrival -> assigned to a slot
   double predicted_ms = 0;      // end of prefill -> last token (wall clock, as llama.cpp's t_token_generation)
+  double cold_start_ms = 0;     // the weights' reload the request waited for (--unload-idle-s); 0: none
 };
 
 class Generation {

@@ -15,7 +15,12 @@ struct ModelSaved final : SavedSequence {
   size_t bytes() const override {
     return state->recurrent_bytes() + static_cast<size_t>(state->n_past()) * state->kv_bytes_per_token();
   }
+  int64_t n_tokens() const override { return state->n_past(); }
   std::string_view kind() const override { return kModelKind; }
+  void write(BinaryWriter& w) const override {
+    w.pod<int64_t>(state->n_past());  // read_sequence sizes the state before reading it
+    state->write(w);
+  }
 };
 }  // namespace
 
@@ -25,7 +30,7 @@ static_assert(ModelBackend::kDefaultPromptTail == SpecConfig{}.draft_max,
 ModelBackend::ModelBackend(Qwen35Model& model, int64_t n_ctx) : ModelBackend(model, model.new_sequence(n_ctx)) {}
 
 ModelBackend::ModelBackend(Qwen35Model& model, std::unique_ptr<SequenceState> state)
-    : model_(model), state_(std::move(state)) {
+    : model_(model), n_ctx_(state ? state->n_ctx() : 0), state_(std::move(state)) {
   if (!state_) throw std::invalid_argument("ModelBackend: a sequence state is required");
   opt_.logits = LogitsMode::Last;
 }
@@ -114,6 +119,37 @@ void ModelBackend::load_sequence(const SavedSequence& saved) {
     throw std::invalid_argument("ModelBackend::load_sequence: the sequence was saved by another backend (" +
                                 std::string(saved.kind()) + ")");
   load_state(*static_cast<const ModelSaved&>(saved).state);
+}
+
+std::string ModelBackend::state_layout() const {
+  return "qwen35: recurrent " + std::to_string(state_->recurrent_floats()) + " floats (conv " +
+         std::to_string(state_->conv_floats()) + ", delta " + std::to_string(state_->ssm_floats()) + " per layer), KV " +
+         std::to_string(state_->kv_bytes_per_token()) + " bytes per row (rows of " + std::to_string(state_->kv_dim()) + ")";
+}
+
+std::unique_ptr<SavedSequence> ModelBackend::read_sequence(BinaryReader& r) const {
+  const auto n_past = r.pod<int64_t>();
+  if (n_past < 0 || n_past > n_ctx_)
+    r.fail("a saved sequence of " + std::to_string(n_past) + " tokens does not fit the context of " +
+           std::to_string(n_ctx_));
+  auto s = std::make_unique<ModelSaved>();
+  s->state = model_.new_sequence(std::max<int64_t>(1, n_past));
+  s->state->read(r);
+  if (s->state->n_past() != n_past) r.fail("the saved sequence's length disagrees with its header (corrupted)");
+  return s;
+}
+
+void ModelBackend::release_memory() {
+  if (state_->n_ctx() == 1 && n_ctx_ != 1) return;  // released already
+  verify_pos0_ = -1;
+  state_ = model_.new_sequence(1);  // the KV cache goes; a one-row state keeps every accessor valid
+  if (drafter_) drafter_->invalidate_from(0);
+}
+
+void ModelBackend::reacquire_memory() {
+  if (state_->n_ctx() == n_ctx_) return;
+  state_ = model_.new_sequence(n_ctx_);
+  if (drafter_) drafter_->invalidate_from(0);
 }
 
 void ModelBackend::load_state(const SequenceState& from) {

@@ -21,7 +21,7 @@ class ModelBackend final : public StateBackend {
   // Takes over a sequence of this model (benchmarks and tests that built it by hand).
   ModelBackend(Qwen35Model& model, std::unique_ptr<SequenceState> state);
 
-  int64_t n_ctx() const override { return state_->n_ctx(); }
+  int64_t n_ctx() const override { return n_ctx_; }
   int64_t n_past() const override { return state_->n_past(); }
   int64_t n_vocab() const override { return model_.hparams().n_vocab; }
   int64_t row_width() const override { return model_.hparams().n_embd; }
@@ -39,6 +39,10 @@ class ModelBackend final : public StateBackend {
   std::span<const float> logits() const override { return logits_; }
   std::unique_ptr<SavedSequence> save_sequence() const override;
   void load_sequence(const SavedSequence& saved) override;
+  std::string state_layout() const override;
+  std::unique_ptr<SavedSequence> read_sequence(BinaryReader& r) const override;
+  void release_memory() override;
+  void reacquire_memory() override;
 
   void start_speculation(const SpecConfig& cfg) override;
   void stop_speculation() override;
@@ -71,6 +75,7 @@ class ModelBackend final : public StateBackend {
 
  private:
   Qwen35Model& model_;
+  int64_t n_ctx_;  // the context this slot was given (the live state has one row while released)
   std::unique_ptr<SequenceState> state_;
   ForwardOptions opt_;  // reused: no allocation per decode step
   ForwardOutput out_;

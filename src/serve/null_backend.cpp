@@ -13,7 +13,12 @@ struct NullSaved final : SavedSequence {
   int64_t n_past;
   size_t size;
   size_t bytes() const override { return size; }
+  int64_t n_tokens() const override { return n_past; }
   std::string_view kind() const override { return kNullKind; }
+  void write(BinaryWriter& w) const override {
+    w.pod<int64_t>(n_past);
+    w.pod<uint64_t>(size);
+  }
 };
 }  // namespace
 
@@ -95,6 +100,23 @@ void NullBackend::load_sequence(const SavedSequence& saved) {
   n_past_ = s.n_past;
   verify_pos0_ = -1;
 }
+
+std::string NullBackend::state_layout() const {
+  return "dry run: recurrent " + std::to_string(recurrent_bytes_) + " bytes, KV " + std::to_string(kv_bytes_per_token_) +
+         " bytes per row";
+}
+
+std::unique_ptr<SavedSequence> NullBackend::read_sequence(BinaryReader& r) const {
+  auto s = std::make_unique<NullSaved>();
+  s->n_past = r.pod<int64_t>();
+  s->size = r.pod<uint64_t>();
+  if (s->n_past < 0 || s->n_past > n_ctx_ || s->size != sequence_bytes(s->n_past))
+    r.fail("a saved dry-run sequence of " + std::to_string(s->n_past) + " tokens does not fit this backend (corrupted)");
+  return s;
+}
+
+void NullBackend::release_memory() { reset(); }
+void NullBackend::reacquire_memory() {}
 
 void NullBackend::draft(int32_t, int max_drafts, std::span<const int32_t>, std::vector<int32_t>& drafts, DraftConstraint*) {
   if (!speculating_) throw std::logic_error("NullBackend::draft: speculation is not started");

@@ -38,6 +38,10 @@ class NullBackend final : public StateBackend {
   std::span<const float> logits() const override { return {}; }
   std::unique_ptr<SavedSequence> save_sequence() const override;
   void load_sequence(const SavedSequence& saved) override;
+  std::string state_layout() const override;
+  std::unique_ptr<SavedSequence> read_sequence(BinaryReader& r) const override;
+  void release_memory() override;
+  void reacquire_memory() override;
 
   void start_speculation(const SpecConfig& cfg) override { speculating_ = true; }
   void stop_speculation() override { speculating_ = false; }

@@ -62,6 +62,10 @@ class PromptCache {
   std::optional<PromptCacheEntry> take_best(std::span<const int32_t> slot_tokens, std::span<const int32_t> prompt) {
     return take_best(slot_tokens, {}, prompt, {});
   }
+  // An entry loaded from disk (serve/state_store.h), placed as the oldest: files load newest first.
+  void insert_oldest(PromptCacheEntry e) { entries_.push_front(std::move(e)); }
+  // Every entry out (an unload that wrote them to disk).
+  void clear() { entries_.clear(); }
   // Oldest entries out while over budget, keeping at least one; returns how many went.
   size_t enforce_budget();
 

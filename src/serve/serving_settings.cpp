@@ -158,6 +158,35 @@ std::vector<ServingSetting> make_table() {
   t.push_back(int_row({"--grammar-cache"}, {}, "MIB",
                       "compiled grammars and their token masks kept by text (default {})", false, 1, 1 << 20,
                       [](auto& c) -> auto& { return c.grammar_cache_mib; }));
+  // Lifecycle: states on disk, unloading (serve/engine_lifecycle.cpp).
+  {
+    ServingSetting r;
+    r.names = {"--state-dir"};
+    r.aliases = {"--slot-save-path"};  // llama.cpp's name for the slot files' folder
+    r.value = "DIR";
+    r.help =
+        "keep the prompt cache's entries (and the slots, saved into it) in DIR when\n"
+        "the server unloads or stops, load them at start; the folder of POST\n"
+        "/slots/{id}?action=save|restore files (default: none)";
+    r.set = [](EngineConfig& c, const std::string& flag, const std::string& v) {
+      if (v.empty()) throw std::invalid_argument(flag + ": expected a directory");
+      c.state_dir = v;
+    };
+    r.get = [](const EngineConfig& c) { return c.state_dir; };
+    t.push_back(std::move(r));
+  }
+  {
+    ServingSetting r;
+    r.names = {"--unload-idle-s"};
+    r.value = "N";
+    r.help = "unload the weights after N s without requests, 0 = never (default {});\n"
+             "the next request reloads them (timings.cold_start_ms)";
+    r.set = [](EngineConfig& c, const std::string& flag, const std::string& v) {
+      c.unload_idle_ms = setting_int(flag, v, 0, int64_t(1) << 31) * 1000;
+    };
+    r.get = [](const EngineConfig& c) { return std::to_string(c.unload_idle_ms / 1000); };
+    t.push_back(std::move(r));
+  }
   {
     ServingSetting r;
     r.names = {"--checkpoint-policy"};

@@ -120,6 +120,51 @@ void Slot::add_checkpoint(int64_t pos, CheckpointOrigin origin, RecurrentCheckpo
   stats_.bytes_copied += held_.back().bytes;
 }
 
+void Slot::adopt(PromptCacheEntry&& e) {
+  backend_->reacquire_memory();
+  backend_->load_sequence(*e.state);
+  for (Checkpoint& c : held_) recycle(std::move(c.state));
+  held_ = std::move(e.checkpoints);
+  cached_.assign(e.tokens.begin(), e.tokens.end());
+  cached_images_ = std::move(e.images);
+}
+
+PromptCacheEntry Slot::export_state() const {
+  PromptCacheEntry e;
+  e.tokens = cached_;
+  e.images = cached_images_;
+  e.state = backend_->save_sequence();
+  e.checkpoints.assign(held_.begin(), held_.end());  // copies the states
+  return e;
+}
+
+void Slot::import_state(PromptCacheEntry&& e) {
+  if (static_cast<int64_t>(e.tokens.size()) > backend_->n_ctx())
+    throw std::length_error("Slot: a saved state of " + std::to_string(e.tokens.size()) +
+                            " tokens does not fit the context of " + std::to_string(backend_->n_ctx()));
+  if (open_) end_request();
+  adopt(std::move(e));
+  set_capacity(cfg_.ctx_checkpoints);  // imported checkpoints obey the capacity too (the oldest go)
+}
+
+int64_t Slot::erase() {
+  if (open_) end_request();
+  const auto n = static_cast<int64_t>(cached_.size());
+  backend_->reset();
+  for (Checkpoint& c : held_) recycle(std::move(c.state));
+  held_.clear();
+  cached_.clear();
+  cached_images_.clear();
+  return n;
+}
+
+void Slot::release_memory() {
+  erase();
+  spare_.clear();
+  held_.shrink_to_fit();
+  backend_->release_memory();
+}
+
 void Slot::restore_for(const Prompt& prompt) {
   const int64_t N = prompt.size();
   // llama.cpp's server: go through the prompt cache when the slot is a poor match.
@@ -134,12 +179,8 @@ void Slot::restore_for(const Prompt& prompt) {
       if (static_cast<int64_t>(entry->tokens.size()) > backend_->n_ctx())
         throw std::length_error("Slot: a prompt-cache entry of " + std::to_string(entry->tokens.size()) +
                                 " tokens does not fit the context of " + std::to_string(backend_->n_ctx()));
-      backend_->load_sequence(*entry->state);
       stats_.bytes_copied += entry->state->bytes();
-      for (Checkpoint& c : held_) recycle(std::move(c.state));
-      held_ = std::move(entry->checkpoints);
-      cached_.assign(entry->tokens.begin(), entry->tokens.end());
-      cached_images_ = std::move(entry->images);
+      adopt(std::move(*entry));
       stats_.prompt_cache_loaded = true;
     }
     cache_->enforce_budget();
@@ -311,6 +352,7 @@ PrefillReport Slot::prefill(const Prompt& prompt) {
 
 PrefillReport Slot::run_prefill(const Prompt& prompt, std::chrono::steady_clock::time_point t0) {
   const int64_t N = prompt.size();
+  backend_->reacquire_memory();  // after an unload released it
   restore_for(prompt);
   const int64_t R = stats_.restore_pos;
 

@@ -86,6 +86,19 @@ class Slot {
   // Finishes the open request (also done by the next prefill) and returns its statistics.
   const RequestStats& end_request();
 
+  // --- The slot's state as a whole (slot save/restore/erase, unloading; serve/state_file.h) ---
+  // A copy of what the slot holds: tokens, images, the whole sequence and the checkpoints.
+  PromptCacheEntry export_state() const;
+  // Ends an open request, then replaces what the slot holds by e (its checkpoints become the
+  // slot's, the newest beyond the capacity dropped). Throws std::length_error, before changing
+  // anything, when e does not fit the context.
+  void import_state(PromptCacheEntry&& e);
+  // Ends an open request and forgets the tokens, images, sequence and checkpoints; returns how
+  // many tokens it held.
+  int64_t erase();
+  // erase(), and the backend gives its memory back until the next prefill or import_state.
+  void release_memory();
+
   const std::vector<int32_t>& cached_tokens() const { return cached_; }
   const std::vector<ImageChunk>& cached_images() const { return cached_images_; }
   std::span<const Checkpoint> checkpoints() const { return held_; }
@@ -100,6 +113,8 @@ class Slot {
  private:
   PrefillReport run_prefill(const Prompt& prompt, std::chrono::steady_clock::time_point t0);
   void restore_for(const Prompt& prompt);
+  // Makes e what the slot holds (restore_for's prompt-cache load and import_state).
+  void adopt(PromptCacheEntry&& e);
   void run_plan(const Prompt& prompt, const PrefillPlan& plan);
   void check_plan(const Prompt& prompt, const PrefillPlan& plan, int64_t R, int64_t N) const;
   void add_checkpoint(int64_t pos, CheckpointOrigin origin, RecurrentCheckpoint&& state);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "model/sequence_state.h"
+#include "runtime/binary_io.h"
 #include "serve/draft_constraint.h"
 #include "serve/spec_config.h"
 
@@ -27,8 +28,11 @@ class SavedSequence {
  public:
   virtual ~SavedSequence() = default;
   virtual size_t bytes() const = 0;
+  virtual int64_t n_tokens() const = 0;  // the rows it holds
   // Which backend kind wrote it: load_sequence accepts only its own kind's.
   virtual std::string_view kind() const = 0;
+  // Its bytes in a state file (serve/state_file.h); StateBackend::read_sequence reads them back.
+  virtual void write(BinaryWriter& w) const = 0;
 };
 
 // The rows of one verification pass: row i holds the logits after the pass's token i.
@@ -96,6 +100,19 @@ class StateBackend {
 
   virtual std::unique_ptr<SavedSequence> save_sequence() const = 0;
   virtual void load_sequence(const SavedSequence& saved) = 0;
+
+  // --- States on disk and unloading (serve/state_file.h, Engine's --unload-idle-s) ---
+  // What a state file records of the state's shape ("kind: sizes"), so that a file written under
+  // another layout is refused by name before any of it is read.
+  virtual std::string state_layout() const = 0;
+  // A saved sequence read back from a state file (what SavedSequence::write wrote, with this
+  // layout). Throws BinaryFormatError (truncated, corrupted, or not fitting this context).
+  virtual std::unique_ptr<SavedSequence> read_sequence(BinaryReader& r) const = 0;
+  // Gives the live sequence's memory back (the KV cache above all), leaving an empty sequence at
+  // position 0; reacquire_memory() allocates it again (a no-op when held). The Slot reacquires
+  // before any pass, so a released backend is only ever seen empty.
+  virtual void release_memory() = 0;
+  virtual void reacquire_memory() = 0;
 
   // --- Speculative decoding (serve/speculator.h decides; the backend drafts and verifies) ---
   // Drafting under cfg from now on (again: the new cfg): prompt passes then also keep what the

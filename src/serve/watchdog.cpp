@@ -44,12 +44,14 @@ std::string_view to_string(WorkKind k) {
     case WorkKind::Verify: return "verify";
     case WorkKind::Draft: return "draft";
     case WorkKind::Encode: return "encode";
+    case WorkKind::Reload: return "reload";
   }
   return "idle";
 }
 
 std::string WorkUnit::describe() const {
   if (kind == WorkKind::Idle) return "idle";
+  if (kind == WorkKind::Reload) return "reloading the weights after an idle unload";
   std::string s = "slot " + std::to_string(slot) + ", request " + std::to_string(request) + ": ";
   const std::string n = std::to_string(tokens);
   switch (kind) {
@@ -59,7 +61,8 @@ std::string WorkUnit::describe() const {
     case WorkKind::Verify: s += "a verification pass of " + n + " tokens"; break;
     case WorkKind::Draft: s += "drafting"; break;
     case WorkKind::Encode: s += "the vision encoder on an image of " + n + " rows"; break;
-    case WorkKind::Idle: break;
+    case WorkKind::Idle:
+    case WorkKind::Reload: break;
   }
   s += prefill ? " (prefill)" : " (decode)";
   return s;
@@ -247,8 +250,9 @@ void Watchdog::fire(std::unique_lock<std::mutex>& lk, const WorkUnit& stuck, Clo
                                : "the engine refuses requests until that work returns";
   trip.message = "watchdog: " + u.describe() + " has run for " + seconds_text(trip.stuck_ms) +
                  ", past its deadline of " + deadline + "; " + then;
-  const std::string others = "watchdog: the engine is stuck in another request's work (" + u.describe() +
-                             ", past its deadline of " + deadline + "); " + then;
+  const std::string others = std::string(u.request != 0 ? "watchdog: the engine is stuck in another request's work ("
+                                                          : "watchdog: the engine is stuck (") +
+                             u.describe() + ", past its deadline of " + deadline + "); " + then;
   // Published before any request fails, so that a client that reads its error and asks /health
   // sees the trip.
   stuck_ = true;

@@ -64,6 +64,7 @@ enum class WorkKind : uint8_t {
   Verify,     // a speculative verification pass
   Draft,      // MTP drafting
   Encode,     // the vision encoder on one image
+  Reload,     // the weights mapped again after an idle unload (no slot, no request: all queued)
 };
 std::string_view to_string(WorkKind k);
 
@@ -143,7 +144,8 @@ class Watchdog {
   };
   // A scheduler step of the request `request` in `slot`.
   [[nodiscard]] Scope step(bool prefill, int slot, uint64_t request);
-  // A unit inside the current step (its slot and request): a pass, a draft, an encode.
+  // A unit inside the current step (its slot and request): a pass, a draft, an encode; outside a
+  // step (a reload), a unit of the engine's (slot -1, request 0).
   [[nodiscard]] Scope unit(WorkKind kind, int64_t tokens);
 
   // Requests the watchdog fails when it fires (weak references; finished ones are pruned).

@@ -35,6 +35,10 @@ class WatchedBackend final : public StateBackend {
   std::span<const float> logits() const override { return in_->logits(); }
   std::unique_ptr<SavedSequence> save_sequence() const override { return in_->save_sequence(); }
   void load_sequence(const SavedSequence& saved) override { in_->load_sequence(saved); }
+  std::string state_layout() const override { return in_->state_layout(); }
+  std::unique_ptr<SavedSequence> read_sequence(BinaryReader& r) const override { return in_->read_sequence(r); }
+  void release_memory() override { in_->release_memory(); }
+  void reacquire_memory() override { in_->reacquire_memory(); }
   void start_speculation(const SpecConfig& cfg) override { in_->start_speculation(cfg); }
   void stop_speculation() override { in_->stop_speculation(); }
   void draft(int32_t last, int max_drafts, std::span<const int32_t> context, std::vector<int32_t>& drafts,

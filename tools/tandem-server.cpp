@@ -5,11 +5,15 @@
 //
 // Stops on SIGINT / SIGTERM: requests in flight are cancelled; with --state-dir the slots and the
 // prompt cache are written there (a restart loads them), otherwise the states are freed.
+// Exits with status 75 when the watchdog fires (serve/watchdog.h): a supervisor restarts it.
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "http/request_log.h"
@@ -35,6 +39,13 @@ int main(int argc, char** argv) {
     std::fputs(http::server_usage().c_str(), stdout);
     return 0;
   }
+  // Test hook (http/server_watchdog_test.cpp): every forward pass hangs, the stuck worker the
+  // watchdog turns into exit status 75. Not a flag: nothing but that test should ever set it.
+  if (const char* hang = std::getenv("TANDEM_TEST_WATCHDOG_HANG"); hang && std::string(hang) == "1")
+    opt.engine.watchdog.work_hook = [](const serve::WorkUnit& u) {
+      if (u.kind != serve::WorkKind::Pass) return;
+      for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+    };
   // Every thread inherits this mask; the main thread waits for the signals below.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

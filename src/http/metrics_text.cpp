@@ -48,6 +48,14 @@ std::string prometheus_text(const serve::EngineSnapshot& s) {
   w.sample("tandem_requests_finished_total", d(s.timed_out), "outcome=\"timeout\"");
   w.sample("tandem_requests_finished_total", d(s.failed), "outcome=\"error\"");
   w.one("tandem_output_tokens_total", "counter", "Tokens sampled for all requests.", d(s.sampled_tokens));
+  // The watchdog (serve/watchdog.h).
+  const serve::WatchdogStatus& wd = s.watchdog;
+  w.one("tandem_watchdog_deadline_seconds", "gauge", "Base deadline of a pass, encode or step (0: watchdog off).",
+        wd.enabled ? d(wd.config.deadline_ms) / 1000.0 : 0.0);
+  w.one("tandem_watchdog_trips_total", "counter", "Work that passed the watchdog's deadline.", d(wd.trips));
+  w.one("tandem_watchdog_requests_failed_total", "counter", "Requests the watchdog failed.", d(wd.requests_failed));
+  w.one("tandem_watchdog_tripped", "gauge", "1 while the watchdog has tripped (requests refused; exiting or waiting).",
+        wd.tripped ? 1.0 : 0.0);
 
   // serving.md §5, summed over the requests that ran on a slot.
   w.one("tandem_request_count_total", "counter", "Requests that ran on a slot (the denominator of the sums below).", d(t.requests));

@@ -15,7 +15,8 @@ std::string_view openai_finish_reason(FinishReason r) {
     case FinishReason::ContextFull: return "length";
     case FinishReason::Timeout: return "timeout";
     case FinishReason::Cancelled: return "cancelled";
-    case FinishReason::Error: return "error";
+    case FinishReason::Error:
+    case FinishReason::Watchdog: return "error";
   }
   return "error";
 }

@@ -30,6 +30,8 @@ constexpr auto kPoll = 50ms;
 // A finished generation that is not a normal answer (nothing to show, or a failure).
 std::optional<ApiError> failure_of(const serve::GenerationResult& r, bool server_stopping) {
   if (r.reason == FinishReason::Error) return server_error("generation failed: " + r.error);
+  // The server, not the request, failed: 503, which clients retry (after the restart).
+  if (r.reason == FinishReason::Watchdog) return unavailable(r.error);
   if (r.reason == FinishReason::Timeout && !r.started)
     return unavailable("the request's deadline passed after " + std::to_string(static_cast<int64_t>(r.queue_ms)) +
                        " ms waiting for a slot");

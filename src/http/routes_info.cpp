@@ -66,7 +66,51 @@ Json settings_json(const serve::EngineSnapshot& s, const serve::EngineConfig& c)
 
 }  // namespace
 
-void HttpServer::health(const httplib::Request&, httplib::Response& res) { send_json(res, Json{{"status", "ok"}}); }
+static Json watchdog_json(const serve::WatchdogStatus& w) {
+  Json j{{"enabled", w.enabled},
+         {"deadline_s", static_cast<double>(w.config.deadline_ms) / 1000.0},
+         {"ms_per_token", w.config.per_token_ms},
+         {"grace_ms", w.config.grace_ms},
+         {"exit_on_trip", w.config.exit_on_trip},
+         {"exit_status", w.exit_status},
+         {"trips", w.trips},
+         {"requests_failed", w.requests_failed},
+         {"tripped", w.tripped}};
+  if (w.tripped) {
+    // Which defined state the server is in: exiting (a supervisor restarts it) or waiting for the
+    // stuck work to return (then it serves again).
+    j["action"] = w.exiting ? "exit" : "wait";
+    j["stuck"] = w.stuck;
+    if (w.exiting) j["exit_in_ms"] = w.exit_in_ms;
+  }
+  if (w.last) {
+    const serve::WorkUnit& u = w.last->unit;
+    j["last_trip"] = Json{{"message", w.last->message},
+                          {"work", serve::to_string(u.kind)},
+                          {"phase", u.prefill ? "prefill" : "decode"},
+                          {"slot", u.slot},
+                          {"id_task", u.request},
+                          {"tokens", u.tokens},
+                          {"deadline_ms", u.allowance_ms},
+                          {"stuck_ms", w.last->stuck_ms},
+                          {"requests_failed", w.last->requests_failed}};
+  }
+  return j;
+}
+
+// llama.cpp's answers: 200 {"status":"ok"}; 503 with an error body while it cannot serve. After a
+// watchdog trip the 503 also says what got stuck and whether the process exits (status 75) or
+// waits for the stuck work. Reads the watchdog alone: never waits for a stuck scheduler.
+void HttpServer::health(const httplib::Request&, httplib::Response& res) {
+  const serve::WatchdogStatus w = engine_.watchdog_status();
+  if (!w.tripped) return send_json(res, Json{{"status", "ok"}});
+  const std::string message = w.last ? w.last->message : std::string("watchdog: the engine is stuck");
+  Json body = error_body(503, "unavailable_error", message);
+  body["status"] = "error";
+  body["watchdog"] = watchdog_json(w);
+  res.status = 503;
+  res.set_content(to_text(body), "application/json; charset=utf-8");
+}
 
 void HttpServer::slots(const httplib::Request&, httplib::Response& res) {
   const serve::EngineSnapshot s = engine_.snapshot();
@@ -110,6 +154,7 @@ void HttpServer::props_get(const httplib::Request&, httplib::Response& res) {
                       {"media_marker", s.vision ? Json(cfg_.media_marker) : Json()},
                       {"mmproj_path", s.vision ? Json(cfg_.mmproj_path) : Json()},
                       {"serving", serving_json(s, c)},
+                      {"watchdog", watchdog_json(s.watchdog)},
                       {"lifecycle", Json{{"weights_loaded", s.lifecycle.weights_loaded},
                                          {"unload_idle_s", c.unload_idle_ms / 1000},
                                          {"unloads", s.lifecycle.unloads},

@@ -115,7 +115,9 @@ TEST(HttpLifecycle, SlotSaveRestoreEraseAndTheirErrors) {
   const auto status = [&](const std::string& path, const Json& body) {
     const auto r = c->Post(path.c_str(), to_text(body), "application/json");
     EXPECT_TRUE(r);
-    if (r && r->status != 200) EXPECT_TRUE(Json::parse(r->body).contains("error")) << r->body;
+    if (r && r->status != 200) {
+      EXPECT_TRUE(Json::parse(r->body).contains("error")) << r->body;
+    }
     return r ? r->status : 0;
   };
   EXPECT_EQ(status("/slots/0?action=fly", Json{{"filename", "a.bin"}}), 400);

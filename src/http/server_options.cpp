@@ -109,7 +109,10 @@ std::string server_usage() {
   u +=
       "\n"
       "Endpoints: POST /v1/chat/completions, POST /completion, GET /health, GET /slots, GET /metrics,\n"
-      "GET|POST /props, GET /v1/models, POST /tokenize, POST /detokenize (docs/http.md).\n";
+      "GET|POST /props, GET /v1/models, POST /tokenize, POST /detokenize (docs/http.md).\n"
+      "\n"
+      "Exit status: 0 stopped by SIGINT/SIGTERM, 1 failed to start, 2 bad command line,\n"
+      "75 the watchdog fired (--watchdog-s): restart the server (systemd Restart=on-failure).\n";
   return u;
 }
 

@@ -11,6 +11,7 @@
 
 #include "serve/flop_model.h"
 #include "serve/model_backend.h"
+#include "serve/watched_backend.h"
 #include "vision/vision_model.h"
 
 namespace tandem::serve {
@@ -52,7 +53,7 @@ std::string_view to_string(SlotPhase p) {
 }
 
 Engine::Engine(Qwen35Model& model, const text::Tokenizer& tok, EngineConfig cfg, vision::VisionModel* vision)
-    : model_(model), tok_(tok), cfg_(for_model(std::move(cfg), model)), vision_(vision),
+    : model_(model), tok_(tok), cfg_(for_model(std::move(cfg), model)), watchdog_(cfg_.watchdog), vision_(vision),
       encoder_cache_(cfg_.images.encoder_cache_mib << 20),
       cache_(prompt_cache_options(cfg_)), wake_(std::make_shared<Wake>()) {
   if (cfg_.n_parallel < 1) throw std::invalid_argument("parallel: expected >= 1 slot, got " + std::to_string(cfg_.n_parallel));
@@ -80,7 +81,9 @@ Engine::Engine(Qwen35Model& model, const text::Tokenizer& tok, EngineConfig cfg,
     auto backend = std::make_unique<ModelBackend>(model_, cfg_.n_ctx);
     // The same prompt-pass numbers with speculation on and off (ModelBackend::set_prompt_tail).
     backend->set_prompt_tail(cfg_.speculation.draft_max);
-    s->slot = std::make_unique<Slot>(std::move(backend), make_policy(cfg_.policy), cfg_.slot);
+    std::unique_ptr<StateBackend> watched = std::move(backend);
+    if (watchdog_.enabled()) watched = std::make_unique<WatchedBackend>(std::move(watched), watchdog_);
+    s->slot = std::make_unique<Slot>(std::move(watched), make_policy(cfg_.policy), cfg_.slot);
     if (cfg_.cache_ram_mib > 0) s->slot->set_prompt_cache(&cache_);
     if (cfg_.speculation.enabled) s->slot->enable_speculation(cfg_.speculation);
     slots_.push_back(std::move(s));
@@ -171,6 +174,7 @@ std::shared_ptr<Generation> Engine::submit(EngineRequest req) {
                                 std::to_string(gp.top_logprobs));
   if (gp.timeout_ms < -1) throw std::invalid_argument("timeout_ms must be >= 0, got " + std::to_string(gp.timeout_ms));
 
+  if (auto why = watchdog_.refusal()) throw EngineBusy(*why);
   auto p = std::make_unique<Pending>();
   std::shared_ptr<Generation> gen;
   {
@@ -191,6 +195,7 @@ std::shared_ptr<Generation> Engine::submit(EngineRequest req) {
     queue_.push_back(std::move(p));
   }
   gen->set_cancel_hook([w = wake_] { w->signal(); });
+  watchdog_.track(gen);
   wake();
   return gen;
 }
@@ -243,6 +248,7 @@ const float* Engine::image_rows(SlotRun& s, size_t i) {
     return held->data();
   }
   // Preprocessed and encoded here, on the scheduler thread, when the first pass needs the rows.
+  const auto beat = watchdog_.unit(WorkKind::Encode, static_cast<int64_t>(im.chunk.nx) * im.chunk.ny);
   const auto t0 = Clock::now();
   auto rows = std::make_shared<std::vector<float>>();
   const vision::PreprocessedImage pre = vision::normalize(*im.pixels, image_params(im.budget));  // resized already
@@ -286,6 +292,7 @@ EngineSnapshot Engine::snapshot() const {
   s.governor = model_.governor().stats();
   s.energy = meter_->figures();
   s.packed_weight_bytes = model_.packed_weight_bytes();
+  s.watchdog = watchdog_.status();
   return s;
 }
 
@@ -415,6 +422,7 @@ void Engine::loop() {
       if (run_slot_tasks()) continue;  // some ran: look at the queue again
     }
     if (reload_first) {
+      const auto beat = watchdog_.unit(WorkKind::Reload, 0);  // a hung reload would hold the queue forever
       reload();
       continue;
     }
@@ -445,7 +453,9 @@ void Engine::loop() {
     const size_t n = slots_.size();
     for (size_t k = 0; k < n; ++k) {
       SlotRun& s = *slots_[(rr + k) % n];
-      if (s.phase != SlotPhase::Idle) step(s);
+      if (s.phase == SlotPhase::Idle) continue;
+      const auto beat = watchdog_.step(!s.prefilled, s.id, s.p->gen->id());  // the watchdog's heartbeat
+      step(s);
     }
     rr = (rr + 1) % n;
     last_work_ = Clock::now();

@@ -13,6 +13,8 @@
 // (a step = a whole prefill, or one decode), round robin, so that slots share the model fairly;
 // Qwen35Model::forward runs one call at a time anyway. Between steps it drops cancelled requests
 // and those past their deadline, and applies run-time configuration changes.
+// Every step, pass and image encode is a heartbeat of the watchdog (serve/watchdog.h), which
+// fails the requests in flight when one runs past its deadline.
 #pragma once
 
 #include <chrono>
@@ -39,6 +41,7 @@
 #include "serve/request_totals.h"
 #include "serve/slot.h"
 #include "serve/speculator.h"
+#include "serve/watchdog.h"
 #include "serve/state_store.h"
 #include "text/sampler.h"
 #include "text/tokenizer.h"
@@ -77,6 +80,9 @@ struct EngineConfig {
   } images;
   // Where package energy is read (runtime/energy_meter.h: RAPL zones); tests point it at a fake tree.
   std::string powercap_root = kPowercapRoot;
+  // A forward pass, image encode or step past its deadline fails the requests in flight and, by
+  // default, exits the process for a supervisor to restart it (serve/watchdog.h).
+  WatchdogConfig watchdog;
   // States on disk (serve/state_store.h, docs/serving.md "States on disk"): the prompt cache's
   // entries (and the slots, saved into it) are written here when the engine unloads or stops,
   // and loaded when it starts or reloads. "": none. Needs a prompt cache (cache_ram_mib > 0).
@@ -195,6 +201,7 @@ struct EngineSnapshot {
   EncoderCacheStats encoder_cache;
   grammar::GrammarCacheStats grammar_cache;
   int64_t grammar_requests = 0;  // requests with a grammar
+  WatchdogStatus watchdog;
   LifecycleStats lifecycle;
   EnergyFigures energy;  // CPU time and package energy since the engine started
 };
@@ -242,6 +249,8 @@ class Engine {
   SlotActionResult slot_action(int id, SlotAction action, const std::string& filename = {});
 
   EngineSnapshot snapshot() const;
+  // The watchdog's state alone: never waits for the scheduler (GET /health while it is stuck).
+  WatchdogStatus watchdog_status() const { return watchdog_.status(); }
   // The configuration the engine was built with (snapshot() has the current switches).
   const EngineConfig& config() const { return cfg_; }
   const text::Tokenizer& tokenizer() const { return tok_; }
@@ -294,6 +303,7 @@ class Engine {
   Qwen35Model& model_;
   const text::Tokenizer& tok_;
   const EngineConfig cfg_;
+  Watchdog watchdog_;  // before the slots: their backends report to it
   vision::VisionModel* vision_ = nullptr;
   EncoderCache encoder_cache_;
   PromptCache cache_;  // touched by the scheduler thread only (its sizes are mirrored under mu_)

@@ -14,6 +14,7 @@ std::string_view to_string(FinishReason r) {
     case FinishReason::Cancelled: return "cancelled";
     case FinishReason::Timeout: return "timeout";
     case FinishReason::Error: return "error";
+    case FinishReason::Watchdog: return "watchdog";
   }
   return "error";
 }
@@ -73,15 +74,16 @@ void Generation::push(std::string_view text, int32_t token, const TokenLogprob* 
   cv_.notify_all();
 }
 
-void Generation::finish(GenerationResult result) {
+bool Generation::finish(GenerationResult result) {
   {
     std::lock_guard lk(mu_);
-    if (done_) return;
+    if (done_) return false;
     result_ = std::move(result);
     done_ = true;
     cancel_hook_ = nullptr;  // the engine may go away; nothing to wake any more
   }
   cv_.notify_all();
+  return true;
 }
 
 }  // namespace tandem::serve

@@ -27,12 +27,13 @@ enum class FinishReason : uint8_t {
   Cancelled,        // the client went away (or cancel() was called)
   Timeout,          // the request's deadline passed
   Error,            // the engine failed on this request (message in error)
+  Watchdog,         // the engine's work passed the watchdog's deadline (serve/watchdog.h; message in error)
 };
 std::string_view to_string(FinishReason r);
 
 struct GenerationResult {
   FinishReason reason = FinishReason::Error;
-  std::string error;       // reason == Error
+  std::string error;       // reason == Error or Watchdog
   std::string stop_word;   // reason == StopString: the stop string that matched
   bool started = false;    // the request reached a slot (false: it ended while queued)
   int slot = -1;
@@ -85,7 +86,8 @@ class Generation {
   void mark_started(int slot);
   // token < 0: text only (what a flush released at the end).
   void push(std::string_view text, int32_t token, const TokenLogprob* logprob = nullptr);
-  void finish(GenerationResult result);
+  // The first call wins (the engine and the watchdog may both finish it); returns whether this one did.
+  bool finish(GenerationResult result);
 
  private:
   const uint64_t id_;

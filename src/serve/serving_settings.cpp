@@ -113,6 +113,43 @@ std::vector<ServingSetting> make_table() {
                       "per-request deadline from arrival, 0 = none (default {});\n"
                       "a request's \"timeout_ms\" overrides it",
                       false, 0, kBig, [](auto& c) -> auto& { return c.timeout_ms; }));
+  // The watchdog (serve/watchdog.h; docs/http.md "Watchdog"). None changes a count.
+  {
+    ServingSetting r;
+    r.names = {"--watchdog-s"};
+    r.value = "S";
+    r.help =
+        "watchdog: a forward pass, image encode or step that runs longer than\n"
+        "S seconds + --watchdog-ms-per-token per token fails the requests in\n"
+        "flight, and the server exits with status 75 for a supervisor to\n"
+        "restart it (--watchdog-exit); 0 = off (default {})";
+    r.set = [](EngineConfig& c, const std::string& flag, const std::string& v) {
+      char* end = nullptr;
+      errno = 0;
+      const double x = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || errno != 0 || !(x >= 0.0 && x <= 604800.0))
+        throw std::invalid_argument(flag + ": expected seconds in [0, 604800], got '" + v + "'");
+      c.watchdog.deadline_ms = static_cast<int64_t>(x * 1000.0 + 0.5);
+    };
+    r.get = [](const EngineConfig& c) {
+      std::ostringstream o;
+      o << static_cast<double>(c.watchdog.deadline_ms) / 1000.0;
+      return o.str();
+    };
+    t.push_back(std::move(r));
+  }
+  t.push_back(int_row({"--watchdog-ms-per-token"}, {}, "N",
+                      "watchdog: allowance per token (image row) of a pass or encode\n"
+                      "(default {}: 10 tokens/s, a slow phone CPU's prefill)",
+                      false, 0, 1 << 20, [](auto& c) -> auto& { return c.watchdog.per_token_ms; }));
+  t.push_back(int_row({"--watchdog-grace-ms"}, {}, "N",
+                      "watchdog: from a trip to the exit, for the failed requests'\n"
+                      "answers to be written (default {})",
+                      false, 0, 600000, [](auto& c) -> auto& { return c.watchdog.grace_ms; }));
+  t.push_back(on_off_row({"--watchdog-exit"},
+                         "watchdog: exit after a trip (default {}); off: stay up refusing\n"
+                         "requests (503) until the stuck work returns",
+                         false, false, [](auto& c) -> auto& { return c.watchdog.exit_on_trip; }));
   // Checkpoints, prompt cache, policy, batching.
   t.push_back(int_row({"--ctx-checkpoints"}, {}, "N", "checkpoints per slot (default {})", true, 0, 1 << 20,
                       [](auto& c) -> auto& { return c.slot.ctx_checkpoints; }));

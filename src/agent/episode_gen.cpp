@@ -418,6 +418,24 @@ std::string step_summary(const HistoryEntry& h, const std::vector<Control>& afte
   return s;
 }
 
+// The order in which episodes visit the apps (a shuffle of all) and an episode's task: both
+// generators draw them the same way, from the same stream.
+std::vector<size_t> episode_apps(size_t n_apps, std::mt19937_64& rng) {
+  std::vector<size_t> order(n_apps);
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), rng);
+  return order;
+}
+
+struct EpisodeTask {
+  std::string task, query, episode;
+};
+
+EpisodeTask episode_task(const App& app, int e, std::mt19937_64& rng) {
+  const size_t t = static_cast<size_t>(uniform(rng, 0, static_cast<int>(app.tasks.size()) - 1));
+  return EpisodeTask{app.tasks[t], app.queries[t % app.queries.size()], "e" + std::to_string(e + 1)};
+}
+
 }  // namespace
 
 namespace {
@@ -473,15 +491,10 @@ std::vector<GeneratedRequest> generate_history_trace(const GenOptions& opt, cons
     g.summary = summary;
     out.push_back(std::move(g));
   };
-  std::vector<size_t> ep_apps(all.size());
-  for (size_t i = 0; i < ep_apps.size(); ++i) ep_apps[i] = i;
-  std::shuffle(ep_apps.begin(), ep_apps.end(), rng);
+  const std::vector<size_t> ep_apps = episode_apps(all.size(), rng);
   for (int e = 0; e < opt.episodes; ++e) {
     const App& app = all[ep_apps[static_cast<size_t>(e) % ep_apps.size()]];
-    const size_t t = static_cast<size_t>(uniform(rng, 0, static_cast<int>(app.tasks.size()) - 1));
-    const std::string task = app.tasks[t];
-    const std::string query = app.queries[t % app.queries.size()];
-    const std::string episode = "e" + std::to_string(e + 1);
+    const auto [task, query, episode] = episode_task(app, e, rng);
     std::vector<StepMemory> memory;
     bool typed = false;
     Observation cur{app.name, task, screen(app, rng, 0, opt.controls_scale), "", ""};
@@ -571,15 +584,10 @@ std::vector<GeneratedRequest> generate_trace(const GenOptions& opt) {
   }
 
   // Episodes: distinct apps, a task each, `steps` sequential screens.
-  std::vector<size_t> ep_apps(all.size());
-  for (size_t i = 0; i < ep_apps.size(); ++i) ep_apps[i] = i;
-  std::shuffle(ep_apps.begin(), ep_apps.end(), rng);
+  const std::vector<size_t> ep_apps = episode_apps(all.size(), rng);
   for (int e = 0; e < opt.episodes; ++e) {
     const App& app = all[ep_apps[static_cast<size_t>(e) % ep_apps.size()]];
-    const size_t t = static_cast<size_t>(uniform(rng, 0, static_cast<int>(app.tasks.size()) - 1));
-    const std::string task = app.tasks[t];
-    const std::string query = app.queries[t % app.queries.size()];
-    const std::string episode = "e" + std::to_string(e + 1);
+    const auto [task, query, episode] = episode_task(app, e, rng);
     std::vector<HistoryEntry> history;
     bool typed = false;
     minutes += uniform(rng, 3, 30);  // between tasks the phone idles

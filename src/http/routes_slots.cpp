@@ -3,7 +3,9 @@
 // (serve/engine_lifecycle.cpp); the files are serve/state_file.h's, confined to the state directory.
 #include <httplib.h>
 
+#include <charconv>
 #include <string>
+#include <system_error>
 
 #include "http/api_error.h"
 #include "http/json_fields.h"
@@ -16,11 +18,10 @@ namespace tandem::http {
 void HttpServer::slot_action(const httplib::Request& req, httplib::Response& res) {
   const std::string id_text = req.matches.size() > 1 ? std::string(req.matches[1]) : std::string();
   int id = -1;
-  try {
-    id = std::stoi(id_text);
-  } catch (const std::exception&) {
-    throw bad_request("expected a slot id in /slots/{id}, got '" + id_text + "'", "id_slot");
-  }
+  const char* end = id_text.data() + id_text.size();
+  const auto [ptr, ec] = std::from_chars(id_text.data(), end, id);
+  if (ec != std::errc() || ptr != end || id_text.empty())  // the whole segment a number: "0abc" is no slot
+    throw bad_request("expected a slot id (a number) in /slots/{id}, got '" + id_text + "'", "id_slot");
   const std::string action = req.has_param("action") ? req.get_param_value("action") : std::string();
   serve::SlotAction a;
   if (action == "save") a = serve::SlotAction::Save;

@@ -123,6 +123,7 @@ TEST(HttpLifecycle, SlotSaveRestoreEraseAndTheirErrors) {
   EXPECT_EQ(status("/slots/0?action=fly", Json{{"filename", "a.bin"}}), 400);
   EXPECT_EQ(status("/slots/7?action=erase", Json::object()), 400);
   EXPECT_EQ(status("/slots/x?action=erase", Json::object()), 400);
+  EXPECT_EQ(status("/slots/0abc?action=erase", Json::object()), 400);
   EXPECT_EQ(status("/slots/0?action=save", Json::object()), 400);
   EXPECT_EQ(status("/slots/0?action=save", Json{{"filename", "../../etc/x"}}), 400);
   EXPECT_EQ(status("/slots/0?action=restore", Json{{"filename", "none.bin"}}), 400);

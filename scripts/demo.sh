@@ -66,10 +66,12 @@ echo "== replay model (tandem-sim): predicted counts per policy, requests 2..61"
 echo
 echo "== issue 30: an agent whose history grows, action and summary prompts alternating (replay model)"
 "$b"/tandem-gen-trace --layout alternating -o "$demo/alternating.jsonl" -m "$model"
+# -c 32768: the built-in vocabulary (no npm) makes summary prompts of up to ~18k tokens; with the
+# Qwen3 tokenizer they stay under 16k and the counts are the same at either context.
 "$b"/tandem-sim -m "$model" --trace "$demo/alternating.jsonl" \
-  --config "stock: -c 16384 --checkpoint-policy stock --consolidate-batches off" \
-  --config "today: -c 16384 --checkpoint-forecast off --cache-select fractions" \
-  --config "forecast+restorable: -c 16384" | tee "$demo/sim-alternating.md"
+  --config "stock: -c 32768 --checkpoint-policy stock --consolidate-batches off" \
+  --config "today: -c 32768 --checkpoint-forecast off --cache-select fractions" \
+  --config "forecast+restorable: -c 32768" | tee "$demo/sim-alternating.md"
 
 threads=()
 [ -n "${THREADS:-}" ] && threads=(-t "$THREADS")

@@ -35,7 +35,7 @@
 #include "agent/trace.h"
 #include "grammar/compiled_grammar.h"
 #include "grammar/json_schema.h"
-#include "model/qwen35_model.h"
+#include "model/qwen35/qwen35_model.h"
 #include "runtime/cpu_features.h"
 #include "serve/grammar_drafts.h"
 #include "serve/model_backend.h"

@@ -24,7 +24,7 @@
 #include "grammar/compiled_grammar.h"
 #include "grammar/token_trie.h"
 #include "grammar/vocab_index.h"
-#include "model/qwen35_generator.h"
+#include "model/qwen35/qwen35_generator.h"
 #include "text/test_vocab.h"
 #include "text/tokenizer.h"
 

@@ -38,7 +38,7 @@
 
 #include "bench_util.h"
 #include "model/draft_vocab.h"
-#include "model/qwen35_model.h"
+#include "model/qwen35/qwen35_model.h"
 #include "runtime/cpu_features.h"
 #include "serve/model_backend.h"
 #include "serve/speculator.h"

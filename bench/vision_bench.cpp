@@ -21,7 +21,7 @@
 #include "bench_util.h"
 #include "gguf/ggml_type.h"
 #include "gguf/quants.h"
-#include "model/qwen35_model.h"
+#include "model/qwen35/qwen35_model.h"
 #include "runtime/cpu_features.h"
 #include "vision/vision_generator.h"
 #include "vision/vision_model.h"

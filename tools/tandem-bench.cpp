@@ -33,7 +33,7 @@
 
 #include <filesystem>
 
-#include "model/qwen35_model.h"
+#include "model/architectures.h"
 #include "runtime/cpu_features.h"
 #include "serve/model_backend.h"
 #include "serve/state_file.h"
@@ -44,23 +44,32 @@ double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Bytes of weight data one decode token reads: every trunk matrix and the output head,
-// plus one embedding row (norms and other 1-D tensors are negligible and left out).
-size_t decode_weight_bytes(const tandem::Qwen35Model& m) {
-  auto bytes = [](const tandem::WeightMatrix& w) { return w.row_stride * static_cast<size_t>(w.rows); };
-  size_t total = bytes(m.weights().output) + m.weights().token_embd.row_stride;
-  for (const auto& L : m.weights().layers) {
-    total += bytes(L.ffn_gate) + bytes(L.ffn_up) + bytes(L.ffn_down);
-    if (L.recurrent)
-      total += bytes(L.attn_qkv) + bytes(L.attn_gate) + bytes(L.ssm_beta) + bytes(L.ssm_alpha) + bytes(L.ssm_out);
-    else
-      total += bytes(L.attn_q) + bytes(L.attn_k) + bytes(L.attn_v) + bytes(L.attn_output);
+// Bytes of weight data one decode token reads: every trunk matrix and the output head, plus one
+// embedding row (norms, conv kernels and other small tensors are negligible and left out; so is
+// an MTP block, which a plain decode step does not run). Read from the file, for any architecture.
+size_t decode_weight_bytes(const tandem::HybridModel& m) {
+  size_t total = 0;
+  const tandem::GgufTensorInfo* emb = nullptr;
+  bool untied = false;
+  for (const tandem::GgufTensorInfo& t : m.file().tensors()) {
+    const std::string& n = t.name;
+    if (t.n_dims != 2 || n.find("norm") != std::string::npos || n.find("conv") != std::string::npos ||
+        n.size() < 7 || n.compare(n.size() - 7, 7, ".weight") != 0)
+      continue;
+    if (n.rfind("blk.", 0) == 0 && std::stoi(n.substr(4)) >= m.shape().n_layer) continue;  // the MTP block
+    if (n == "token_embd.weight") {
+      emb = &t;
+      continue;
+    }
+    untied = untied || n == "output.weight";
+    total += t.nbytes;
   }
+  if (emb) total += emb->nbytes / static_cast<size_t>(emb->ne[1]) + (untied ? 0 : emb->nbytes);  // tied: the head
   return total;
 }
 
 // One short request: a 64-token prompt on a fresh sequence, then 4 greedy decode steps.
-double short_request_ms(tandem::Qwen35Model& model, tandem::SequenceState& seq, const std::vector<int32_t>& prompt) {
+double short_request_ms(tandem::HybridModel& model, tandem::SequenceState& seq, const std::vector<int32_t>& prompt) {
   tandem::ForwardOptions opt;
   tandem::ForwardOutput out;
   seq.reset();
@@ -74,7 +83,7 @@ double short_request_ms(tandem::Qwen35Model& model, tandem::SequenceState& seq, 
   return now_ms() - t0;
 }
 
-int idle_bench(tandem::Qwen35Model& model, const std::string& pauses_arg, int release_ms, int reps) {
+int idle_bench(tandem::HybridModel& model, const std::string& pauses_arg, int release_ms, int reps) {
   std::vector<double> pauses;
   for (size_t p = 0; p < pauses_arg.size();) {
     size_t used = 0;
@@ -83,7 +92,7 @@ int idle_bench(tandem::Qwen35Model& model, const std::string& pauses_arg, int re
   }
   model.governor().set_idle_release_ms(release_ms);
   std::vector<int32_t> prompt(64);
-  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919) % model.hparams().n_vocab);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919) % model.shape().n_vocab);
   auto seq = model.new_sequence(128);
   short_request_ms(model, *seq, prompt);  // warm caches and pages
   std::vector<std::vector<double>> added(pauses.size()), wake(pauses.size());
@@ -117,14 +126,14 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-int cold_start_bench(tandem::Qwen35Model& model, double load_ms, int prompt, int reps) {
+int cold_start_bench(tandem::HybridModel& model, double load_ms, int prompt, int reps) {
   namespace serve = tandem::serve;
   std::vector<double> unload, map, pack;
   for (int r = 0; r < reps; ++r) {
     const double t0 = now_ms();
     model.unload_weights();
     unload.push_back(now_ms() - t0);
-    const tandem::Qwen35Model::ReloadTimes t = model.reload_weights();
+    const tandem::HybridModel::ReloadTimes t = model.reload_weights();
     map.push_back(t.map_ms);
     pack.push_back(t.pack_ms);
   }
@@ -209,9 +218,9 @@ int main(int argc, char** argv) {
       load.tier = *t;  // lowered to the machine's best by the model
     }
     const double t_load = now_ms();
-    auto model = tandem::Qwen35Model::load(model_path, load);
+    auto model = tandem::load_model(model_path, load);
     const double load_ms = now_ms() - t_load;
-    const auto& hp = model->hparams();
+    const tandem::ModelShape& hp = model->shape();
     if (cold_start) return cold_start_bench(*model, load_ms, prompt_given ? prompt : 1500, reps);
     if (!idle_pauses.empty()) return idle_bench(*model, idle_pauses, idle_release_ms, reps);
     std::mt19937 rng(1);
@@ -236,11 +245,14 @@ int main(int argc, char** argv) {
       best_decode = std::min(best_decode, (now_ms() - t1) / decode);
     }
     const double wbytes = static_cast<double>(decode_weight_bytes(*model));
-    std::printf("model %s\n%s\n", model_path.c_str(), hp.summary().c_str());
+    std::printf("model %s\n%s\n", model_path.c_str(), hp.summary.c_str());
     std::printf("tier %s, threads %d\n", tandem::cpu_tier_name(model->cpu_tier()), model->pool().size());
     std::printf("| prefill %d tok | %.1f ms | %.1f tok/s |\n", prompt, best_prefill, prompt * 1000.0 / best_prefill);
     std::printf("| decode | %.2f ms/token | %.1f tok/s |\n", best_decode, 1000.0 / best_decode);
     std::printf("| weights read per decode token | %.1f MB |\n", wbytes / 1e6);
+    const auto probe = model->new_sequence(1);
+    std::printf("| recurrent state per sequence (= one checkpoint) | %.1f KiB |\n", probe->recurrent_bytes() / 1024.0);
+    std::printf("| KV cache per token (F32 rows) | %.1f KiB |\n", probe->kv_bytes_per_token() / 1024.0);
     if (bandwidth > 0) {
       const double floor_ms = wbytes / (bandwidth * 1e9) * 1e3;
       std::printf("| bandwidth floor at %.1f GB/s | %.2f ms/token | decode / floor = %.2f |\n", bandwidth, floor_ms,

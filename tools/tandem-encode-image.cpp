@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "model/qwen35_model.h"
+#include "model/qwen35/qwen35_model.h"
 #include "runtime/cpu_features.h"
 #include "text/tokenizer.h"
 #include "vision/image_decode.h"

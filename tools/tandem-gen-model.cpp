@@ -1,5 +1,6 @@
 // tandem-gen-model: writes a seeded random-weight Qwen3.5 (qwen35) GGUF model, or with --mmproj
 // a Qwen3.5 vision tower (mmproj, projector qwen3vl_merger).
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -9,7 +10,8 @@
 #include <vector>
 
 #include "gguf/ggml_type.h"
-#include "model/qwen35_generator.h"
+#include "model/hybrid_generator.h"
+#include "model/qwen35/qwen35_generator.h"
 #include "vision/vision_generator.h"
 
 namespace {
@@ -17,6 +19,8 @@ namespace {
 void usage(FILE* f) {
   std::fprintf(f,
       "usage: tandem-gen-model --preset tiny|0.8b|2b|4b -o OUT.gguf [options]\n"
+      "       tandem-gen-model --preset lfm2-tiny|lfm2-350m|lfm2-1.2b|lfm2-2.6b|granite-tiny|granite-h-micro -o OUT.gguf\n"
+      "                        [--type T] [--seed N] [--untied] [--vocab N] [--threads N]\n"
       "       tandem-gen-model --mmproj --preset tiny|0.8b|2b|4b|9b -o MMPROJ.gguf [--type T] [--seed N]\n"
       "\n"
       "Writes a Qwen3.5 (llama.cpp arch qwen35) GGUF with seeded random weights; with --mmproj the\n"
@@ -25,7 +29,9 @@ void usage(FILE* f) {
       "Q6_K for its matrices).\n"
       "\n"
       "options:\n"
-      "  --preset NAME          model shape: tiny (fast tests), 0.8b, 2b, 4b (real shapes)\n"
+      "  --preset NAME          model shape: tiny (fast tests), 0.8b, 2b, 4b (real shapes); the other\n"
+      "                         hybrids (spec hybrids.md): lfm2-tiny, granite-tiny (tests), lfm2-350m,\n"
+      "                         lfm2-1.2b, lfm2-2.6b, granite-h-micro (real shapes, dense FFN)\n"
       "  -o, --output FILE      output path (required)\n"
       "  --type FTYPE           F32 (default), F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,\n"
       "                         Q4_K, Q5_K, Q6_K, Q4_K_M, Q5_K_M (llama-quantize type rules)\n"
@@ -143,7 +149,7 @@ int main(int argc, char** argv) {
       die("unknown argument '" + a + "'");
     }
   }
-  if (preset.empty()) die("--preset is required (tiny, 0.8b, 2b or 4b)");
+  if (preset.empty()) die("--preset is required (tiny, 0.8b, 2b, 4b; lfm2-tiny, lfm2-350m, lfm2-1.2b, lfm2-2.6b, granite-tiny, granite-h-micro)");
   if (out.empty()) die("-o OUT.gguf is required");
   if (mmproj) {
     try {
@@ -163,6 +169,29 @@ int main(int argc, char** argv) {
                   static_cast<long long>(s.n_head), static_cast<long long>(s.n_ff), static_cast<long long>(s.out_dim),
                   ggml_type_name(g.type), with_commas(static_cast<long long>(bytes)).c_str(),
                   static_cast<unsigned long long>(g.seed));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tandem-gen-model: %s\n", e.what());
+      return 1;
+    }
+    return 0;
+  }
+
+  const auto hybrids = HybridShape::preset_names();
+  if (std::find(hybrids.begin(), hybrids.end(), preset) != hybrids.end()) {
+    try {
+      HybridGenOptions h;
+      h.shape = HybridShape::preset_shape(preset);
+      if (untied) h.shape.tied = false;
+      if (opt.n_vocab) h.shape.n_vocab = *opt.n_vocab;
+      h.seed = opt.seed;
+      h.ftype = opt.ftype;
+      h.n_threads = opt.n_threads;
+      const GenStats st = generate_hybrid_model(h, out);
+      std::printf("wrote %s: %s %s, %lld layers, n_embd %lld, %s params, %s bytes, [%s], seed %llu, %.1f s\n", out.c_str(),
+                  h.shape.arch.c_str(), preset.c_str(), static_cast<long long>(h.shape.n_layer()),
+                  static_cast<long long>(h.shape.n_embd), with_commas(st.n_params).c_str(),
+                  with_commas(static_cast<long long>(st.n_bytes)).c_str(), st.type_summary.c_str(),
+                  static_cast<unsigned long long>(h.seed), st.seconds);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "tandem-gen-model: %s\n", e.what());
       return 1;

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "model/qwen35_model.h"
+#include "model/architectures.h"
 
 namespace {
 
@@ -99,9 +99,9 @@ int main(int argc, char** argv) {
 
     if (activations != "converted" && activations != "exact")
       throw std::runtime_error("--activations: expected converted or exact, got '" + activations + "'");
-    auto model = tandem::Qwen35Model::load(model_path);
+    auto model = tandem::load_model(model_path, tandem::LoadOptions{});
     if (activations == "exact") model->set_activation_mode(tandem::kernels::ActivationMode::Exact);
-    std::fprintf(stderr, "%s\n", model->hparams().summary().c_str());
+    std::fprintf(stderr, "%s\n", model->shape().summary.c_str());
     auto seq = model->new_sequence(static_cast<int64_t>(tokens.size()));
     tandem::ForwardOptions opt;
     opt.logits = tandem::LogitsMode::All;
@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
     else if (gdn == "recurrent") opt.gdn = tandem::GdnAlgorithm::Recurrent;
     else if (gdn != "auto") throw std::runtime_error("--gdn: expected auto, chunked or recurrent, got '" + gdn + "'");
 
-    const int64_t n_vocab = model->hparams().n_vocab;
+    const int64_t n_vocab = model->shape().n_vocab;
     std::vector<float> all;
     all.reserve(tokens.size() * static_cast<size_t>(n_vocab));
     tandem::ForwardOutput out;

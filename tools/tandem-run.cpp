@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "model/qwen35_model.h"
+#include "model/architectures.h"
 #include "text/chat_template.h"
 #include "text/sampler.h"
 #include "text/stop_strings.h"
@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
 
   try {
     const auto t_load = std::chrono::steady_clock::now();
-    auto model = Qwen35Model::load(model_path);
+    auto model = load_model(model_path, LoadOptions{});
     const auto tok = Tokenizer::from_gguf(model->file());
     const double load_ms = ms_since(t_load);
 
@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
     if (!image_paths.empty()) {
       vision::VisionLoadOptions vo;
       auto vm = vision::VisionModel::load(mmproj_path, vo);
-      vm->check_text_model(model->hparams().n_embd, model_path);
+      vm->check_text_model(model->shape().n_embd, model_path);
       for (const std::string& path : image_paths) {
         const std::string bytes = read_file(path);
         const auto t_img = std::chrono::steady_clock::now();
@@ -179,12 +179,12 @@ int main(int argc, char** argv) {
     for (const auto& c : chunks) ids.insert(ids.end(), c.tokens.begin(), c.tokens.end());
     if (ids.empty() && images.empty()) throw std::invalid_argument("the prompt is empty");
     for (int32_t id : ids)
-      if (id >= model->hparams().n_vocab)
+      if (id >= model->shape().n_vocab)
         throw std::runtime_error("prompt token " + std::to_string(id) + " is outside the model's embedding (" +
-                                 std::to_string(model->hparams().n_vocab) + " rows)");
+                                 std::to_string(model->shape().n_vocab) + " rows)");
     const int64_t prompt_rows = vision::multimodal_prompt_rows(chunks, images);
 
-    const int64_t max_ctx = model->hparams().context_length > 0 ? model->hparams().context_length : INT64_MAX;
+    const int64_t max_ctx = model->shape().context_length > 0 ? model->shape().context_length : INT64_MAX;
     if (n_ctx <= 0) n_ctx = std::min<int64_t>(prompt_rows + n_predict, max_ctx);
     if (prompt_rows >= n_ctx)
       throw std::invalid_argument("prompt (" + std::to_string(prompt_rows) + " tokens and image rows) does not fit the context (" +

@@ -19,7 +19,7 @@
 #include "http/request_log.h"
 #include "http/server.h"
 #include "http/server_options.h"
-#include "model/qwen35_model.h"
+#include "model/architectures.h"
 #include "runtime/cpu_features.h"
 #include "serve/engine.h"
 #include "text/chat_template.h"
@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
       if (!tier) throw std::invalid_argument("--cpu-path: expected scalar, avx2, avx512 or amx, got '" + opt.cpu_path + "'");
       load.tier = *tier;  // lowered to the machine's best by the model
     }
-    auto model = Qwen35Model::load(opt.model_path, load);
+    auto model = load_model(opt.model_path, load);
     std::fprintf(stderr, "tandem-server: kernel tier %s", cpu_tier_name(model->cpu_tier()));
     if (model->packed_weight_bytes() > 0)
       std::fprintf(stderr, "; weights packed at load (16-row groups): %.1f MiB", model->packed_weight_bytes() / 1048576.0);
@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
       vo.n_threads = opt.threads;
       vo.tier = model->cpu_tier();
       vision = vision::VisionModel::load(opt.mmproj_path, vo);
-      vision->check_text_model(model->hparams().n_embd, opt.model_path);  // both files named on a mismatch
+      vision->check_text_model(model->shape().n_embd, opt.model_path);  // both files named on a mismatch
       std::fprintf(stderr, "tandem-server: vision encoder %s (%s)\n", opt.mmproj_path.c_str(),
                    cpu_tier_name(vision->cpu_tier()));
     }

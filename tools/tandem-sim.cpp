@@ -20,7 +20,7 @@
 #include "agent/sim.h"
 #include "agent/trace.h"
 #include "gguf/gguf_file.h"
-#include "model/qwen35_model.h"
+#include "model/architectures.h"
 #include "serve/model_backend.h"
 
 using namespace tandem;
@@ -56,13 +56,13 @@ struct Loaded {
   std::unique_ptr<GgufFile> file;
   std::unique_ptr<text::Tokenizer> tok;
   std::unique_ptr<text::ChatTemplate> tmpl;
-  Qwen35HParams hp;
+  ModelShape shape;
 };
 
 Loaded load_model_meta(const std::string& path) {
   Loaded m;
   m.file = GgufFile::open(path);
-  m.hp = Qwen35HParams::from_gguf(*m.file);
+  m.shape = read_model_shape(*m.file);
   m.tok = text::Tokenizer::from_gguf(*m.file);
   // As tandem-server: an unrecognized template falls back to ChatML.
   try {
@@ -121,8 +121,10 @@ std::vector<ServeSettings> default_configs() {
 // ----- calibrate -----
 
 int calibrate(const std::string& model_path, int threads, const std::string& out_path) {
-  auto model = Qwen35Model::load(model_path, threads);
-  const int64_t n_vocab = model->hparams().n_vocab;
+  LoadOptions lo;
+  lo.n_threads = threads;
+  auto model = load_model(model_path, lo);
+  const int64_t n_vocab = model->shape().n_vocab;
   serve::ModelBackend backend(*model, 2048);
   std::vector<int32_t> toks(1024);
   for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<int32_t>((i * 7919 + 13) % static_cast<size_t>(n_vocab));
@@ -290,7 +292,7 @@ int main(int argc, char** argv) {
                   cost->ms_per_token, cost->ms_per_pass, cost->ms_per_copy, cost->ms_per_output_token);
       std::printf("| setting | policy | N-R | passes | prefill ms | step ms |\n|---|---|---:|---:|---:|---:|\n");
       auto row = [&](const std::string& label, ServeSettings s) {
-        const Summary x = summarize(simulate(recorded, s, m.hp), cost.get());
+        const Summary x = summarize(simulate(recorded, s, m.shape), cost.get());
         std::printf("| %s | %s | %.1f | %.2f | %.1f | %.1f |\n", label.c_str(), describe(s).c_str(), x.new_tokens,
                     x.passes, x.prefill_ms, x.step_ms);
       };
@@ -382,7 +384,7 @@ int main(int argc, char** argv) {
           return 1;
         }
       }
-      const std::vector<serve::RequestStats> st = simulate(recorded_for(s), s, m.hp);
+      const std::vector<serve::RequestStats> st = simulate(recorded_for(s), s, m.shape);
       const Summary x = summarize(st, cost.get());
       std::printf("| %s | %.1f | %.1f | %.2f | %.0f | %.0f |", s.name.c_str(), x.new_tokens, x.kv_bound, x.passes, x.created,
                   x.restored);

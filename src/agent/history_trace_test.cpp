@@ -14,7 +14,7 @@
 #include "agent/sim_test_util.h"
 #include "http/http_test_util.h"
 #include "model/test_paths.h"
-#include "model/qwen35_model.h"
+#include "model/qwen35/qwen35_model.h"
 #include "model/test_models.h"
 #include "serve/dry_run.h"
 #include "serve/engine.h"
@@ -116,7 +116,7 @@ TEST(HistoryLayouts, RequestByRequestEachActionPromptRestoresThePreviousOnesFore
   ServeSettings st;
   st.n_ctx = 1 << 16;
   auto slot = serve::make_dry_run_slot(serve::make_policy(st.policy), st.slot,
-                                       serve::NullBackend::for_model(t.model->hparams(), st.n_ctx));
+                                       serve::NullBackend::for_model(t.model->shape(), st.n_ctx));
   serve::PromptCache cache(serve::prompt_cache_options(st));
   ASSERT_EQ(cache.options().select, serve::CacheSelect::Restorable);
   slot->set_prompt_cache(&cache);
@@ -171,7 +171,7 @@ TEST(HistoryLayouts, ReplayModelEqualsTheEngine) {
       ServeSettings st = parse_config(std::string(flags) + " -c 32768");
       SCOPED_TRACE(std::string(layout == GenOptions::Layout::Growing ? "growing " : "alternating ") + flags);
       serve::PolicyConfig pc = st.policy;
-      pc.marconi.flops = serve::FlopModel::for_model(t.model->hparams());
+      pc.marconi.flops = serve::FlopModel::for_model(t.model->shape());
       serve::Slot slot(std::make_unique<serve::ModelBackend>(*t.model, st.n_ctx), serve::make_policy(pc), st.slot);
       serve::PromptCache cache(serve::prompt_cache_options(st));
       slot.set_prompt_cache(&cache);
@@ -189,7 +189,7 @@ TEST(HistoryLayouts, ReplayModelEqualsTheEngine) {
         real.push_back(slot.end_request());
         recorded.push_back(recorded_request(reqs[i], sampled));
       }
-      const auto sim = simulate(recorded, st, t.model->hparams());
+      const auto sim = simulate(recorded, st, t.model->shape());
       ASSERT_EQ(sim.size(), real.size());
       for (size_t i = 0; i < real.size(); ++i)
         EXPECT_TRUE(sim[i].same_counts(real[i])) << "request " << i + 1 << "\nengine " << nlohmann::json(real[i]).dump()
@@ -222,14 +222,14 @@ TEST(HistoryLayouts, TwoSlotsReplayedAsTheServerPicksThem) {
   std::vector<serve::RecordedRequest> recorded;
   for (size_t i = 0; i < gen.size(); ++i)
     recorded.push_back(recorded_request_from_log(tokenize_request(*tm.tok, tm.tmpl, gen[i].record.body), log[i]));
-  const auto sim = simulate(recorded, st, tm.model->hparams());
+  const auto sim = simulate(recorded, st, tm.model->shape());
   ASSERT_EQ(sim.size(), log.size());
   for (size_t i = 0; i < sim.size(); ++i) {
     const serve::RequestStats server = nlohmann::json::parse(log[i]["timings"].dump()).get<serve::RequestStats>();
     EXPECT_TRUE(sim[i].same_counts(server)) << "request " << i + 1 << "\nserver " << nlohmann::json(server).dump()
                                             << "\nsim    " << nlohmann::json(sim[i]).dump();
   }
-  const auto one = simulate(recorded, parse_config("np1: -c 32768 --cache-ram 0"), tm.model->hparams());
+  const auto one = simulate(recorded, parse_config("np1: -c 32768 --cache-ram 0"), tm.model->shape());
   for (size_t i = 0; i < sim.size(); ++i) EXPECT_TRUE(sim[i].same_counts(one[i])) << "request " << i + 1;
 }
 

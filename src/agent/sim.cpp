@@ -106,14 +106,14 @@ std::string describe(const ServeSettings& s) {
 }
 
 std::vector<serve::RequestStats> simulate(std::span<const serve::RecordedRequest> requests, const ServeSettings& st,
-                                          const Qwen35HParams& hp) {
+                                          const ModelShape& shape) {
   serve::PolicyConfig pc = st.policy;
-  pc.marconi.flops = serve::FlopModel::for_model(hp);
+  pc.marconi.flops = serve::FlopModel::for_model(shape);
   serve::PromptCache cache(serve::prompt_cache_options(st));
   // One dry-run slot per server slot, sharing the prompt cache as the engine's slots do.
   std::vector<std::unique_ptr<serve::Slot>> slots;
   for (int k = 0; k < std::max(1, st.n_parallel); ++k) {
-    slots.push_back(serve::make_dry_run_slot(serve::make_policy(pc), st.slot, serve::NullBackend::for_model(hp, st.n_ctx)));
+    slots.push_back(serve::make_dry_run_slot(serve::make_policy(pc), st.slot, serve::NullBackend::for_model(shape, st.n_ctx)));
     if (st.cache_ram_mib > 0) slots.back()->set_prompt_cache(&cache);
     // A speculating server: the same Speculator over the dry-run backend, driven by the logged
     // per-step draft counts (serve/dry_run.h).
@@ -144,12 +144,12 @@ std::vector<serve::RequestStats> simulate(std::span<const serve::RecordedRequest
       used[best] = ++clock;
     }
   }
-  predict_encoder(requests, stats, st, hp);
+  predict_encoder(requests, stats, st, shape);
   return stats;
 }
 
 void predict_encoder(std::span<const serve::RecordedRequest> requests, std::vector<serve::RequestStats>& stats,
-                     const ServeSettings& st, const Qwen35HParams& hp) {
+                     const ServeSettings& st, const ModelShape& shape) {
   const size_t mib = st.images.encoder_cache_mib;
   serve::EncoderCache cache(mib << 20);
   for (size_t i = 0; i < requests.size() && i < stats.size(); ++i) {
@@ -163,7 +163,7 @@ void predict_encoder(std::span<const serve::RecordedRequest> requests, std::vect
       }
       ++s.images_encoded;
       // The same bytes as the engine's entry (the rows are not needed: zeros).
-      if (mib > 0) cache.insert(c.id, std::make_shared<const std::vector<float>>(static_cast<size_t>(c.rows() * hp.n_embd)));
+      if (mib > 0) cache.insert(c.id, std::make_shared<const std::vector<float>>(static_cast<size_t>(c.rows() * shape.n_embd)));
     }
   }
 }

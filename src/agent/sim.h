@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/qwen35_hparams.h"
+#include "model/model_shape.h"
 #include "serve/engine.h"
 #include "serve/policy_factory.h"
 #include "serve/recorded_request.h"
@@ -49,7 +49,7 @@ std::string describe(const ServeSettings& s);
 // KV byte sizes, so prompt-cache budgets behave as on the server). Marconi's FLOP model is the
 // model's. Image requests also get the engine's encoder work (predict_encoder).
 std::vector<serve::RequestStats> simulate(std::span<const serve::RecordedRequest> requests,
-                                          const ServeSettings& settings, const Qwen35HParams& hp);
+                                          const ServeSettings& settings, const ModelShape& shape);
 
 // The engine's vision encoder over the replayed requests (issue 26): an image is fetched when a
 // prefill pass needs its rows (any of them at or after the request's restore position R); it is
@@ -57,7 +57,7 @@ std::vector<serve::RequestStats> simulate(std::span<const serve::RecordedRequest
 // model's width) or encoded and inserted. Sets images_encoded and encoder_cache_hits (counts the
 // server logs but RequestStats::same_counts leaves out).
 void predict_encoder(std::span<const serve::RecordedRequest> requests, std::vector<serve::RequestStats>& stats,
-                     const ServeSettings& settings, const Qwen35HParams& hp);
+                     const ServeSettings& settings, const ModelShape& shape);
 
 // Prefill cost of one request on this machine.
 struct CostModel {

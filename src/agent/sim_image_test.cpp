@@ -238,7 +238,7 @@ TEST(ReplayModelVsServer, EqualsTheServersRequestLogOnAScreenshotEpisode) {
       }
       recorded.push_back(recorded_request_from_log(t, log[i]));
     }
-    const auto sim = simulate(recorded, st, tm.model->hparams());
+    const auto sim = simulate(recorded, st, tm.model->shape());
     int64_t nr = 0, rows = 0, rows_prefilled = 0, hits = 0;
     size_t with_images = 0;
     for (size_t i = 0; i < bodies.size(); ++i) {

@@ -63,7 +63,7 @@ TEST(ReplayModelVsServer, EqualsTheServersRequestLogOnTheDefaultTrace) {
         ASSERT_EQ(log[i]["user_starts"].get<std::vector<int64_t>>(), reqs[i].user_starts) << "request " << i + 1;
         recorded.push_back(recorded_request(reqs[i], log[i]["output"].get<std::vector<int32_t>>()));
       }
-      const auto sim = simulate(recorded, st, tm.model->hparams());
+      const auto sim = simulate(recorded, st, tm.model->shape());
       int64_t nr = 0, passes = 0;
       for (size_t i = 0; i < gen.size(); ++i) {
         const auto server = nlohmann::json::parse(log[i]["timings"].dump()).get<serve::RequestStats>();
@@ -100,7 +100,7 @@ TEST(ReplayModelVsServer, EqualsASpeculatingServersRequestLog) {
   if (HasFatalFailure()) return;
   std::vector<serve::RecordedRequest> recorded;
   for (size_t i = 0; i < gen.size(); ++i) recorded.push_back(recorded_request_from_log(reqs[i], log[i]));
-  const auto sim = simulate(recorded, st, tm.model->hparams());
+  const auto sim = simulate(recorded, st, tm.model->shape());
   int64_t verify = 0, roll_backs = 0;
   for (size_t i = 0; i < gen.size(); ++i) {
     const auto server = nlohmann::json::parse(log[i]["timings"].dump()).get<serve::RequestStats>();

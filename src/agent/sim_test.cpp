@@ -11,7 +11,8 @@
 
 #include "agent/episode_gen.h"
 #include "agent/request_tokens.h"
-#include "model/qwen35_model.h"
+#include "model/architectures.h"
+#include "model/qwen35/qwen35_model.h"
 #include "model/test_models.h"
 #include "serve/engine.h"
 #include "serve/flop_model.h"
@@ -95,19 +96,20 @@ int32_t argmax(std::span<const float> v) { return static_cast<int32_t>(std::max_
 
 // A shorter trace of the same structure (6 single screens, 2 episodes of 8 steps: 22 requests):
 // the full default trace is compared against tandem-server's own request log in
-// sim_server_test.cpp; this one checks the engine path directly.
-TEST(ReplayModel, EqualsTheEngineForEveryPolicy) {
-  const auto model = Qwen35Model::load(ensure_tiny_model("F32"), 2);
-  const auto tok = text::Tokenizer::from_gguf(model->file());
+// sim_server_test.cpp; this one checks the engine path directly. Every policy, with and without
+// consolidation, also answers with the same tokens (checkpoints and restores change no bit).
+void expect_replay_model_equals_engine(HybridModel& model, int single_screens, int episodes) {
+  const auto tok = text::Tokenizer::from_gguf(model.file());
   const auto tmpl = text::ChatTemplate::from_gguf_template(tok->vocab().chat_template());
   GenOptions go;
-  go.single_screens = 6;
-  go.episodes = 2;
+  go.single_screens = single_screens;
+  go.episodes = episodes;
   const auto gen = generate_trace(go);
   std::vector<RequestTokens> reqs;
   for (const auto& g : gen) reqs.push_back(tokenize_request(*tok, tmpl, g.record.body));
   for (const auto& r : reqs) ASSERT_EQ(r.user_starts.size(), 1u);
 
+  std::vector<std::vector<int32_t>> first_answers;
   for (const char* policy : {"stock", "marconi", "divergence"})
     for (bool consolidate : {false, true}) {
       ServeSettings st;
@@ -115,12 +117,13 @@ TEST(ReplayModel, EqualsTheEngineForEveryPolicy) {
       st.slot.batch.consolidate = consolidate;
       SCOPED_TRACE(describe(st));
       serve::PolicyConfig pc = st.policy;
-      pc.marconi.flops = serve::FlopModel::for_model(model->hparams());
-      serve::Slot slot(std::make_unique<serve::ModelBackend>(*model, st.n_ctx), serve::make_policy(pc), st.slot);
+      pc.marconi.flops = serve::FlopModel::for_model(model.shape());
+      serve::Slot slot(std::make_unique<serve::ModelBackend>(model, st.n_ctx), serve::make_policy(pc), st.slot);
       serve::PromptCache cache(serve::prompt_cache_options(st));
       slot.set_prompt_cache(&cache);
       std::vector<serve::RequestStats> real;
       std::vector<serve::RecordedRequest> recorded;
+      std::vector<std::vector<int32_t>> answers;
       for (size_t i = 0; i < reqs.size(); ++i) {
         const serve::PrefillReport rep = slot.prefill(serve::Prompt{reqs[i].ids, reqs[i].user_starts});
         // Greedy, as the engine: a sampled token is fed back unless it ends the request.
@@ -130,8 +133,11 @@ TEST(ReplayModel, EqualsTheEngineForEveryPolicy) {
           sampled.push_back(argmax(slot.decode(sampled.back())));
         real.push_back(slot.end_request());
         recorded.push_back(recorded_request(reqs[i], sampled));
+        answers.push_back(sampled);
       }
-      const auto sim = simulate(recorded, st, model->hparams());
+      if (first_answers.empty()) first_answers = answers;
+      EXPECT_EQ(answers, first_answers) << "the answers differ from the first configuration's";
+      const auto sim = simulate(recorded, st, model.shape());
       ASSERT_EQ(sim.size(), real.size());
       int64_t nr = 0;
       for (size_t i = 0; i < real.size(); ++i) {
@@ -141,8 +147,26 @@ TEST(ReplayModel, EqualsTheEngineForEveryPolicy) {
             << nlohmann::json(real[i]).dump() << "\nsim    " << nlohmann::json(sim[i]).dump();
         nr += real[i].new_tokens;
       }
-      std::printf("%-40s N-R %lld over %zu requests\n", describe(st).c_str(), static_cast<long long>(nr), real.size());
+      std::printf("%-14s %-40s N-R %lld over %zu requests\n", model.architecture().c_str(), describe(st).c_str(),
+                  static_cast<long long>(nr), real.size());
     }
+}
+
+TEST(ReplayModel, EqualsTheEngineForEveryPolicy) {
+  const auto model = Qwen35Model::load(ensure_tiny_model("F32"), 2);
+  expect_replay_model_equals_engine(*model, 6, 2);
+}
+
+// The same on LFM2 (short-conv state) and Granite-4.0-H (Mamba2 state): the policies, the prompt
+// cache and the replay model work on "a hybrid model", not on qwen35's.
+TEST(ReplayModel, EqualsTheEngineOnLfm2AndGraniteHybrid) {
+  for (const char* preset : {"lfm2-tiny", "granite-tiny"}) {
+    SCOPED_TRACE(preset);
+    LoadOptions lo;
+    lo.n_threads = 2;
+    const auto model = load_model(ensure_hybrid_model(preset, "F32"), lo);
+    expect_replay_model_equals_engine(*model, 3, 1);
+  }
 }
 
 }  // namespace

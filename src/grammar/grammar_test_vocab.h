@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "grammar/vocab_index.h"
-#include "model/qwen35_generator.h"
+#include "model/qwen35/qwen35_generator.h"
 #include "text/test_vocab.h"
 
 namespace tandem::grammar::testing {

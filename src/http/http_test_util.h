@@ -23,7 +23,7 @@
 #include "http/json_text.h"
 #include "http/request_log.h"
 #include "http/server.h"
-#include "model/qwen35_model.h"
+#include "model/qwen35/qwen35_model.h"
 #include "model/test_models.h"
 #include "serve/engine.h"
 #include "text/chat_template.h"
@@ -91,7 +91,15 @@ struct TestServer {
 
   explicit TestServer(serve::EngineConfig cfg, std::string api_key = {}, bool with_vision = false) {
     TinyModel& m = TinyModel::get();
-    engine = std::make_unique<serve::Engine>(*m.model, *m.tok, cfg, with_vision ? m.vision() : nullptr);
+    start(*m.model, *m.tok, m.tmpl, std::move(cfg), std::move(api_key), with_vision ? m.vision() : nullptr);
+  }
+  // Another model (the other hybrids' tests): the caller keeps model, tokenizer and template alive.
+  TestServer(HybridModel& model, const text::Tokenizer& tok, const text::ChatTemplate& tmpl, serve::EngineConfig cfg) {
+    start(model, tok, tmpl, std::move(cfg), {}, nullptr);
+  }
+  void start(HybridModel& model, const text::Tokenizer& tok, const text::ChatTemplate& tmpl, serve::EngineConfig cfg,
+             std::string api_key, vision::VisionModel* vision) {
+    engine = std::make_unique<serve::Engine>(model, tok, cfg, vision);
     engine->set_finish_hook([this](const serve::EngineRequest& req, const serve::GenerationResult& r, uint64_t id) {
       std::lock_guard lk(mu);
       records.push_back(request_record(req, r, id));
@@ -101,7 +109,7 @@ struct TestServer {
     hc.port = 0;
     hc.api_key = std::move(api_key);
     hc.model_names = {"tiny", "qwen35-tiny"};
-    server = std::make_unique<HttpServer>(*engine, m.tmpl, hc);
+    server = std::make_unique<HttpServer>(*engine, tmpl, hc);
     port = server->start();
   }
   ~TestServer() {

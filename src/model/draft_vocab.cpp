@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "gguf/gguf_writer.h"
-#include "model/qwen35_hparams.h"
-#include "model/qwen35_weights.h"
+#include "model/qwen35/qwen35_hparams.h"
+#include "model/qwen35/qwen35_weights.h"
 
 namespace tandem {
 namespace {

@@ -8,7 +8,7 @@
 #include <thread>
 #include <unistd.h>
 
-#include "model/qwen35_model.h"
+#include "model/qwen35/qwen35_model.h"
 #include "model/test_models.h"
 
 namespace tandem {

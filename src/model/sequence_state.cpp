@@ -10,13 +10,13 @@
 
 namespace tandem {
 
-SequenceState::SequenceState(const Qwen35HParams& hp, int64_t n_ctx)
+SequenceState::SequenceState(const SequenceLayout& layout, int64_t n_ctx)
     : n_ctx_(n_ctx),
-      n_gdn_(hp.n_recurrent_layers()),
-      n_attn_(hp.n_attention_layers()),
-      conv_floats_(static_cast<int64_t>(hp.conv_kernel - 1) * hp.conv_dim()),
-      ssm_floats_(static_cast<int64_t>(hp.H_v) * hp.d_state * hp.d_state),
-      kv_dim_(hp.kv_dim()) {
+      n_gdn_(layout.n_recurrent),
+      n_attn_(layout.n_attention),
+      conv_floats_(layout.conv_floats),
+      ssm_floats_(layout.ssm_floats),
+      kv_dim_(layout.kv_dim) {
   if (n_ctx <= 0) throw std::invalid_argument("SequenceState: n_ctx must be positive");
   recurrent_.assign(static_cast<size_t>(n_gdn_ * (conv_floats_ + ssm_floats_)), 0.0f);
   kv_.assign(static_cast<size_t>(2 * n_attn_ * n_ctx_ * kv_dim_), 0.0f);

@@ -30,7 +30,6 @@
 
 #include "runtime/cache_aligned.h"
 
-#include "model/qwen35_hparams.h"
 
 namespace tandem {
 
@@ -64,14 +63,26 @@ struct ImageSpan {
   int64_t n_pos() const { return std::max(nx, ny); }  // positions the image takes (spec vision.md §5.2)
 };
 
+// The shape of one sequence's memory, which is all a SequenceState needs of its model: every
+// architecture (model/hybrid_model.h) describes its layers this way. Recurrent layers carry a
+// conv window of conv_floats and a state of ssm_floats (0 where the mixer has none, LFM2's short
+// conv); attention layers carry kv_dim floats per cache row for K and for V.
+struct SequenceLayout {
+  int n_recurrent = 0;
+  int64_t conv_floats = 0;
+  int64_t ssm_floats = 0;
+  int n_attention = 0;
+  int64_t kv_dim = 0;
+};
+
 class SequenceState {
  public:
-  SequenceState(const Qwen35HParams& hp, int64_t n_ctx);
+  SequenceState(const SequenceLayout& layout, int64_t n_ctx);
 
   int64_t n_past() const { return n_past_; }
   int64_t n_ctx() const { return n_ctx_; }
 
-  // Recurrent state of GDN layer g (0-based among GDN layers).
+  // Recurrent state of recurrent layer g (0-based among recurrent layers).
   float* conv(int g) { return recurrent_.data() + g * conv_floats_; }
   float* ssm(int g) { return recurrent_.data() + n_gdn_ * conv_floats_ + g * ssm_floats_; }
   int64_t conv_floats() const { return conv_floats_; }

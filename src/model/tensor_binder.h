@@ -32,12 +32,27 @@ class TensorBinder {
     const GgufTensorInfo* t = f_.find_tensor(name);
     if (!t) f_.fail("missing required tensor '" + name + "'");
     check_shape(*t, ne);
+    used_.push_back(t);
     return *t;
   }
   const GgufTensorInfo* find(const std::string& name, std::vector<int64_t> ne) const {
     const GgufTensorInfo* t = f_.find_tensor(name);
-    if (t) check_shape(*t, ne);
+    if (t) {
+      check_shape(*t, ne);
+      used_.push_back(t);
+    }
     return t;
+  }
+  // Refuses a file with a tensor nothing bound (a bias, a .scale, an extra head): the model would
+  // silently compute other numbers than llama.cpp does with it. `model` names what was loading.
+  void refuse_unused(const std::string& model) const {
+    for (const GgufTensorInfo& t : f_.tensors()) {
+      bool used = false;
+      for (const GgufTensorInfo* u : used_) used = used || u == &t;
+      if (!used)
+        f_.fail("tensor '" + t.name + "' is not part of " + model +
+                " as Tandem computes it (an unsupported variant: refusing rather than ignoring it)");
+    }
   }
 
   WeightMatrix matrix(const std::string& name, int64_t cols, int64_t rows) const {
@@ -55,6 +70,19 @@ class TensorBinder {
   std::vector<float> floats(const std::string& name, std::vector<int64_t> ne) const {
     return to_floats(get(name, ne));
   }
+  // floats(), accepting the tensor with its trailing dimensions of 1 dropped.
+  std::vector<float> floats_padded(const std::string& name, std::vector<int64_t> ne) const {
+    allow_dropped_ones_ = true;
+    const GgufTensorInfo* t = nullptr;
+    try {
+      t = &get(name, ne);
+    } catch (...) {
+      allow_dropped_ones_ = false;
+      throw;
+    }
+    allow_dropped_ones_ = false;
+    return to_floats(*t);
+  }
   static std::vector<float> to_floats(const GgufTensorInfo& t) {
     std::vector<float> v(static_cast<size_t>(t.n_elements()));
     dequantize_row(t.type, t.data, v.data(), t.n_elements());
@@ -65,6 +93,12 @@ class TensorBinder {
   void check_shape(const GgufTensorInfo& t, const std::vector<int64_t>& ne) const {
     bool ok = t.n_dims == static_cast<int>(ne.size());
     for (size_t i = 0; ok && i < ne.size(); ++i) ok = t.ne[i] == ne[i];
+    // Trailing dimensions of 1 dropped ([512] for [512, 1]), as llama-quantize writes Mamba2's
+    // {d_inner/ng, ng} norm for one group; only where the caller allows it (get_padded).
+    if (!ok && allow_dropped_ones_ && t.n_dims < static_cast<int>(ne.size())) {
+      ok = true;
+      for (size_t i = 0; ok && i < ne.size(); ++i) ok = t.ne[i] == (static_cast<int>(i) < t.n_dims ? ne[i] : 1) && (static_cast<int>(i) < t.n_dims || ne[i] == 1);
+    }
     if (!ok) {
       std::ostringstream want;
       want << "[";
@@ -75,6 +109,8 @@ class TensorBinder {
     }
   }
   const GgufFile& f_;
+  mutable std::vector<const GgufTensorInfo*> used_;
+  mutable bool allow_dropped_ones_ = false;
 };
 
 

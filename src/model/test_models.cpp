@@ -7,7 +7,8 @@
 #include <mutex>
 #include <stdexcept>
 
-#include "model/qwen35_generator.h"
+#include "model/hybrid_generator.h"
+#include "model/qwen35/qwen35_generator.h"
 
 namespace tandem {
 
@@ -34,6 +35,25 @@ std::string ensure_tiny_model_in(const std::string& dir, const std::string& ftyp
   const fs::path tmp = fs::path(dir) / (path.filename().string() + ".gen" + std::to_string(::getpid()) + "-" +
                                         std::to_string(counter++));
   generate_qwen35_model(opt, tmp.string());
+  fs::rename(tmp, path);
+  return path.string();
+}
+
+std::string ensure_hybrid_model(const std::string& preset, const std::string& ftype) {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(TANDEM_BINARY_DIR) / "test-models";
+  const fs::path path = dir / (preset + "-v" + std::to_string(kHybridTestModelVersion) + "-" + ftype + ".gguf");
+  if (fs::exists(path)) return path.string();
+  fs::create_directories(dir);
+  HybridGenOptions opt;
+  opt.shape = HybridShape::preset_shape(preset);
+  opt.seed = 42;
+  opt.ftype = ftype;
+  static std::atomic<int> counter{0};  // a private name, then an atomic rename (as above)
+  const fs::path tmp = dir / (path.filename().string() + ".gen" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  generate_hybrid_model(opt, tmp.string());
   fs::rename(tmp, path);
   return path.string();
 }

@@ -2,7 +2,7 @@
 //
 // Tiers, best first: AMX (int8/bf16 tiles) → AVX-512 VNNI → AVX2 (+FMA/F16C) → scalar.
 // There is no process-wide tier. Each model picks its tier once, when it is loaded
-// (LoadOptions::tier in model/qwen35_model.h, default default_cpu_tier() below), and its
+// (LoadOptions::tier in model/qwen35/qwen35_model.h, default default_cpu_tier() below), and its
 // kernel context (kernels::KernelContext::tier) hands it to every kernel call; a kernel
 // called outside a model takes the tier as an argument. So every tier can be tested and
 // benchmarked on one machine, side by side in one process: TANDEM_CPU_PATH lowers the

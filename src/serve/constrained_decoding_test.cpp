@@ -18,7 +18,7 @@
 
 #include "grammar/compiled_grammar.h"
 #include "grammar/grammar_cache.h"
-#include "model/qwen35_model.h"
+#include "model/qwen35/qwen35_model.h"
 #include "model/test_models.h"
 #include "serve/engine.h"
 #include "serve/model_backend.h"

@@ -29,10 +29,12 @@ namespace {
 
 // What the configuration means for this model, decided once: Marconi scores FLOPs saved with this
 // model's coefficients; without an MTP block speculation drafts only what a request's grammar
-// forces (requests without one then decode token by token).
-EngineConfig for_model(EngineConfig cfg, const Qwen35Model& model) {
-  cfg.policy.marconi.flops = FlopModel::for_model(model.hparams());
+// forces (requests without one then decode token by token); a model without a replay log
+// (HybridModel::keeps_replay_log) verifies in copy mode, rolling back from rollback states.
+EngineConfig for_model(EngineConfig cfg, const HybridModel& model) {
+  cfg.policy.marconi.flops = FlopModel::for_model(model.shape());
   if (!model.has_mtp()) cfg.speculation.mtp_drafts = false;
+  if (!model.keeps_replay_log()) cfg.speculation.replay_rollback = false;
   return cfg;
 }
 
@@ -52,7 +54,7 @@ std::string_view to_string(SlotPhase p) {
   return "idle";
 }
 
-Engine::Engine(Qwen35Model& model, const text::Tokenizer& tok, EngineConfig cfg, vision::VisionModel* vision)
+Engine::Engine(HybridModel& model, const text::Tokenizer& tok, EngineConfig cfg, vision::VisionModel* vision)
     : model_(model), tok_(tok), cfg_(for_model(std::move(cfg), model)), watchdog_(cfg_.watchdog), vision_(vision),
       encoder_cache_(cfg_.images.encoder_cache_mib << 20),
       cache_(prompt_cache_options(cfg_)), wake_(std::make_shared<Wake>()) {
@@ -64,13 +66,15 @@ Engine::Engine(Qwen35Model& model, const text::Tokenizer& tok, EngineConfig cfg,
     throw std::invalid_argument("max-images: expected >= 0, got " + std::to_string(cfg_.images.max_per_request));
   if (vision_) {
     vision::validate(image_params());  // the flags' budget
-    if (vision_->hparams().out_dim != model_.hparams().n_embd)
+    if (!model_.accepts_image_rows())
+      throw std::invalid_argument("a " + model_.architecture() + " model takes no image rows: serve it without --mmproj");
+    if (vision_->hparams().out_dim != model_.shape().n_embd)
       throw std::invalid_argument("the vision model's rows have " + std::to_string(vision_->hparams().out_dim) +
-                                  " floats, the text model's width is " + std::to_string(model_.hparams().n_embd));
+                                  " floats, the text model's width is " + std::to_string(model_.shape().n_embd));
   }
-  if (tok_.n_vocab() > model_.hparams().n_vocab)
+  if (tok_.n_vocab() > model_.shape().n_vocab)
     throw std::invalid_argument("the tokenizer has " + std::to_string(tok_.n_vocab()) + " tokens, the model's embedding " +
-                                std::to_string(model_.hparams().n_vocab) + " rows");
+                                std::to_string(model_.shape().n_vocab) + " rows");
   live_.policy = cfg_.policy;
   live_.consolidate = cfg_.slot.batch.consolidate;
   live_.ctx_checkpoints = cfg_.slot.ctx_checkpoints;

@@ -47,7 +47,7 @@
 #include "text/tokenizer.h"
 
 namespace tandem {
-class Qwen35Model;  // model/qwen35_model.h: the engine holds a reference; its .cpp runs it
+class HybridModel;  // model/hybrid_model.h: the engine holds a reference; its .cpp runs it
 }  // namespace tandem
 namespace tandem::vision {
 class VisionModel;  // vision/vision_model.h: the encoder of the images requests carry
@@ -211,7 +211,7 @@ class Engine {
   // The model and tokenizer (and the vision model, when given: requests may then carry images)
   // must outlive the engine. Allocates every slot's state now. Throws std::invalid_argument for a
   // configuration it cannot run.
-  Engine(Qwen35Model& model, const text::Tokenizer& tok, EngineConfig cfg, vision::VisionModel* vision = nullptr);
+  Engine(HybridModel& model, const text::Tokenizer& tok, EngineConfig cfg, vision::VisionModel* vision = nullptr);
   ~Engine();  // finishes queued and running requests as Cancelled, joins the scheduler
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -254,7 +254,7 @@ class Engine {
   // The configuration the engine was built with (snapshot() has the current switches).
   const EngineConfig& config() const { return cfg_; }
   const text::Tokenizer& tokenizer() const { return tok_; }
-  Qwen35Model& model() { return model_; }
+  HybridModel& model() { return model_; }
 
  private:
   struct Pending;
@@ -300,7 +300,7 @@ class Engine {
   // The rows of image i of the request in slot s: from the encoder cache, or encoded now.
   const float* image_rows(SlotRun& s, size_t i);
 
-  Qwen35Model& model_;
+  HybridModel& model_;
   const text::Tokenizer& tok_;
   const EngineConfig cfg_;
   Watchdog watchdog_;  // before the slots: their backends report to it

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "model/qwen35_model.h"
+#include "model/qwen35/qwen35_model.h"
 #include "serve/engine.h"
 #include "serve/engine_parts.h"
 #include "serve/state_file.h"
@@ -147,7 +147,7 @@ void Engine::unload() {
 
 bool Engine::reload() {
   const auto t0 = Clock::now();
-  Qwen35Model::ReloadTimes times;
+  HybridModel::ReloadTimes times;
   std::string error;
   try {
     times = model_.reload_weights();

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "model/qwen35_model.h"
+#include "model/qwen35/qwen35_model.h"
 #include "model/test_models.h"
 #include "serve/engine.h"
 #include "serve/state_file.h"

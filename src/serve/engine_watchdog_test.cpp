@@ -20,7 +20,7 @@
 #include <string>
 #include <thread>
 
-#include "model/qwen35_model.h"
+#include "model/qwen35/qwen35_model.h"
 #include "model/test_models.h"
 #include "serve/engine.h"
 #include "serve/request_image.h"

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "model/qwen35_hparams.h"
+#include "model/model_shape.h"
 
 namespace tandem::serve {
 
@@ -16,8 +16,9 @@ struct FlopModel {
     const double x = static_cast<double>(p);
     return per_token * x + per_token_pair * x * (x + 1) / 2;
   }
-  // Multiply-adds (x2) of the trunk's matrices and attention of this model.
-  static FlopModel for_model(const Qwen35HParams& hp);
+  // Multiply-adds (x2) of the trunk's matrices and attention of this model (each architecture
+  // counts its own: ModelShape).
+  static FlopModel for_model(const ModelShape& shape);
 };
 
 }  // namespace tandem::serve

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "model/qwen35_model.h"
+#include "model/qwen35/qwen35_model.h"
 #include "model/test_models.h"
 #include "serve/engine.h"
 #include "text/tokenizer.h"

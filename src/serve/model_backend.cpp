@@ -27,9 +27,9 @@ struct ModelSaved final : SavedSequence {
 static_assert(ModelBackend::kDefaultPromptTail == SpecConfig{}.draft_max,
               "a plain slot's prompt tail is the default draft length (ModelBackend::set_prompt_tail)");
 
-ModelBackend::ModelBackend(Qwen35Model& model, int64_t n_ctx) : ModelBackend(model, model.new_sequence(n_ctx)) {}
+ModelBackend::ModelBackend(HybridModel& model, int64_t n_ctx) : ModelBackend(model, model.new_sequence(n_ctx)) {}
 
-ModelBackend::ModelBackend(Qwen35Model& model, std::unique_ptr<SequenceState> state)
+ModelBackend::ModelBackend(HybridModel& model, std::unique_ptr<SequenceState> state)
     : model_(model), n_ctx_(state ? state->n_ctx() : 0), state_(std::move(state)) {
   if (!state_) throw std::invalid_argument("ModelBackend: a sequence state is required");
   opt_.logits = LogitsMode::Last;
@@ -122,8 +122,8 @@ void ModelBackend::load_sequence(const SavedSequence& saved) {
 }
 
 std::string ModelBackend::state_layout() const {
-  return "qwen35: recurrent " + std::to_string(state_->recurrent_floats()) + " floats (conv " +
-         std::to_string(state_->conv_floats()) + ", delta " + std::to_string(state_->ssm_floats()) + " per layer), KV " +
+  return model_.architecture() + ": recurrent " + std::to_string(state_->recurrent_floats()) + " floats (conv " +
+         std::to_string(state_->conv_floats()) + ", scan " + std::to_string(state_->ssm_floats()) + " per layer), KV " +
          std::to_string(state_->kv_bytes_per_token()) + " bytes per row (rows of " + std::to_string(state_->kv_dim()) + ")";
 }
 
@@ -162,7 +162,9 @@ void ModelBackend::start_speculation(const SpecConfig& cfg) {
   // Without the MTP head (mtp_drafts off, or a file without the block) only a grammar drafts:
   // verification and roll-back need no drafter.
   if (cfg.mtp_drafts) {
-    if (!drafter_) drafter_ = std::make_unique<MtpDrafter>(model_, *state_, cfg);
+    Qwen35Model* mtp = model_.mtp_model();
+    if (!mtp) throw std::logic_error("speculation: MTP drafts asked of a " + model_.architecture() + " model without a draft head");
+    if (!drafter_) drafter_ = std::make_unique<MtpDrafter>(*mtp, *state_, cfg);
     drafter_->set_config(cfg);
   } else {
     drafter_.reset();
@@ -195,7 +197,7 @@ VerifiedRows ModelBackend::verify(std::span<const int32_t> tokens) {
   // run the first token as a one-token chunk). A single token is a plain pass.
   const int64_t pos0 = state_->n_past();
   verify_pos0_ = -1;
-  if (T > 1 && spec_.replay_rollback) {
+  if (T > 1 && spec_.replay_rollback) {  // only where the model keeps_replay_log (Engine decides)
     lopt_.logits = LogitsMode::All;
     lopt_.hidden = drafter_ != nullptr;
     lopt_.column_shared = spec_.column_shared_verify;

@@ -1,4 +1,4 @@
-// The real mechanism: Qwen35Model::forward on one SequenceState, which this backend owns and is
+// The real mechanism: HybridModel::forward (model/hybrid_model.h) on one SequenceState, which this backend owns and is
 // the only one to write. Checkpoints are the model's RecurrentCheckpoint copies; a pass hands
 // back the states at cut positions through ForwardOptions::cuts, so a checkpoint inside a pass
 // costs a copy and no extra pass. With speculation on, an MtpDrafter (serve/mtp_drafter.h) sees
@@ -8,7 +8,7 @@
 
 #include <memory>
 
-#include "model/qwen35_model.h"
+#include "model/hybrid_model.h"
 #include "serve/mtp_drafter.h"
 #include "serve/state_backend.h"
 
@@ -17,14 +17,14 @@ namespace tandem::serve {
 class ModelBackend final : public StateBackend {
  public:
   // The model must outlive the backend. n_ctx: KV rows allocated for this sequence.
-  ModelBackend(Qwen35Model& model, int64_t n_ctx);
+  ModelBackend(HybridModel& model, int64_t n_ctx);
   // Takes over a sequence of this model (benchmarks and tests that built it by hand).
-  ModelBackend(Qwen35Model& model, std::unique_ptr<SequenceState> state);
+  ModelBackend(HybridModel& model, std::unique_ptr<SequenceState> state);
 
   int64_t n_ctx() const override { return n_ctx_; }
   int64_t n_past() const override { return state_->n_past(); }
-  int64_t n_vocab() const override { return model_.hparams().n_vocab; }
-  int64_t row_width() const override { return model_.hparams().n_embd; }
+  int64_t n_vocab() const override { return model_.shape().n_vocab; }
+  int64_t row_width() const override { return model_.shape().n_embd; }
   size_t checkpoint_bytes() const override { return state_->recurrent_bytes(); }
   size_t sequence_bytes(int64_t n_tokens) const override;
   size_t kv_bytes() const override { return state_->kv_bytes(); }
@@ -56,7 +56,7 @@ class ModelBackend final : public StateBackend {
   // For tests and benchmarks: the sequence (read-only), the model, and the drafter (a benchmark
   // that ran a prompt pass itself tells it through drafter()->observe_pass).
   const SequenceState& state() const { return *state_; }
-  Qwen35Model& model() { return model_; }
+  HybridModel& model() { return model_; }
   // What the last run() returned (its retained rollback states, say).
   const ForwardOutput& last_pass() const { return out_; }
   // nullptr while speculation is off.
@@ -74,7 +74,7 @@ class ModelBackend final : public StateBackend {
   void set_prompt_tail(int64_t n);
 
  private:
-  Qwen35Model& model_;
+  HybridModel& model_;
   int64_t n_ctx_;  // the context this slot was given (the live state has one row while released)
   std::unique_ptr<SequenceState> state_;
   ForwardOptions opt_;  // reused: no allocation per decode step

@@ -20,7 +20,7 @@
 #include <span>
 #include <vector>
 
-#include "model/qwen35_model.h"
+#include "model/qwen35/qwen35_model.h"
 #include "serve/draft_constraint.h"
 #include "serve/spec_config.h"
 

@@ -27,8 +27,8 @@ NullBackend::NullBackend(int64_t n_ctx, size_t recurrent_bytes, size_t kv_bytes_
   if (n_ctx <= 0) throw std::invalid_argument("NullBackend: n_ctx must be positive, got " + std::to_string(n_ctx));
 }
 
-NullBackend NullBackend::for_model(const Qwen35HParams& hp, int64_t n_ctx) {
-  const SequenceState probe(hp, 1);  // one KV row: cheap, and the layouts are the model's own
+NullBackend NullBackend::for_model(const ModelShape& shape, int64_t n_ctx) {
+  const SequenceState probe(shape.sequence, 1);  // one KV row: cheap, and the layouts are the model's own
   return NullBackend(n_ctx, probe.recurrent_bytes(), probe.kv_bytes_per_token());
 }
 

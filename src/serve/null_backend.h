@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "model/qwen35_hparams.h"
+#include "model/model_shape.h"
 #include "serve/state_backend.h"
 
 namespace tandem::serve {
@@ -18,7 +18,7 @@ class NullBackend final : public StateBackend {
   // recurrent_bytes: one checkpoint; kv_bytes_per_token: KV rows of one token.
   NullBackend(int64_t n_ctx, size_t recurrent_bytes, size_t kv_bytes_per_token);
   // The byte counts of a SequenceState of this model (what ModelBackend reports).
-  static NullBackend for_model(const Qwen35HParams& hp, int64_t n_ctx);
+  static NullBackend for_model(const ModelShape& shape, int64_t n_ctx);
 
   int64_t n_ctx() const override { return n_ctx_; }
   int64_t n_past() const override { return n_past_; }

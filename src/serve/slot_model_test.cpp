@@ -9,7 +9,7 @@
 #include <cmath>
 #include <random>
 
-#include "model/qwen35_model.h"
+#include "model/qwen35/qwen35_model.h"
 #include "model/test_models.h"
 #include "serve/dry_run.h"
 #include "serve/model_backend.h"
@@ -157,7 +157,7 @@ TEST_F(SlotOnTinyModel, GreedyOutputsIndependentOfPolicyConsolidationAndCache) {
         EXPECT_EQ(loaded > 0, with_cache);
 
         // The simulator's backend, same policy and planner objects: the same counts.
-        auto dry = make_dry_run_slot(make_policy(pc), c, NullBackend::for_model(model_->hparams(), kCtx));
+        auto dry = make_dry_run_slot(make_policy(pc), c, NullBackend::for_model(model_->shape(), kCtx));
         if (with_cache) dry->set_prompt_cache(&dry_cache);
         const std::vector<RequestStats> sim = replay(*dry, recorded);
         ASSERT_EQ(sim.size(), real.size());
@@ -304,7 +304,7 @@ TEST_F(SlotOnTinyModel, GreedyOutputsUnchangedByTheForecastAndTheRestorableCache
       recorded.push_back(std::move(rr));
     }
     if (forecast) EXPECT_GE(forecast_restores, 3);  // action prompts 3..5 restore their predecessor's
-    auto dry = make_dry_run_slot(make_policy(pc), cfg, NullBackend::for_model(model_->hparams(), kCtx));
+    auto dry = make_dry_run_slot(make_policy(pc), cfg, NullBackend::for_model(model_->shape(), kCtx));
     dry->set_prompt_cache(&dry_cache);
     const std::vector<RequestStats> sim = replay(*dry, recorded);
     ASSERT_EQ(sim.size(), real.size());

@@ -604,7 +604,7 @@ TEST_P(SpeculatorTest, DryRunReproducesASpeculatingSlotsCounts) {
     PolicyConfig pc;
     pc.kind = PolicyKind::Divergence;
     pc.divergence.min_gap = 4;
-    auto dry = make_dry_run_slot(make_policy(pc), slot->config(), NullBackend::for_model(m.hparams(), kCtx));
+    auto dry = make_dry_run_slot(make_policy(pc), slot->config(), NullBackend::for_model(m.shape(), kCtx));
     PromptCache dry_cache;
     dry->set_prompt_cache(&dry_cache);
     dry->enable_speculation(cfg);

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "model/qwen35_generator.h"
+#include "model/qwen35/qwen35_generator.h"
 #include "text/test_vocab.h"
 #include "text/tokenizer.h"
 #include "model/test_paths.h"

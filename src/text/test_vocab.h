@@ -7,7 +7,7 @@
 
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
-#include "model/qwen35_generator.h"
+#include "model/qwen35/qwen35_generator.h"
 #include "text/tokenizer.h"
 
 namespace tandem::text::testing {

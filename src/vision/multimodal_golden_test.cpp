@@ -1,7 +1,7 @@
 // The whole image path against llama.cpp (../shared/golden-vision): the PNG file decoded and
 // preprocessed here, encoded by this engine's tower, laid out with the markers as mtmd does,
 // prefilled into the golden-a text model at M-RoPE positions. The text model magnifies an
-// embedding difference several times in its logits (model/qwen35_image_rows_test.cpp checks the
+// embedding difference several times in its logits (model/qwen35/qwen35_image_rows_test.cpp checks the
 // text side alone with llama.cpp's own embeddings: 2e-5), so the bound here is llama.cpp's own
 // spread between two ways of computing the same thing: for an F32 mmproj its logits with flash
 // attention on vs off in the encoder (a different attention summation order, as ours is), for
@@ -15,7 +15,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "model/qwen35_model.h"
+#include "model/qwen35/qwen35_model.h"
 #include "text/test_vocab.h"
 #include "text/tokenizer.h"
 #include "vision/golden_vision_test_util.h"

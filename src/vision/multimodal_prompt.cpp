@@ -47,11 +47,11 @@ int64_t multimodal_prompt_rows(const std::vector<PromptChunk>& chunks, const std
   return n;
 }
 
-void prefill_multimodal(Qwen35Model& model, SequenceState& seq, const std::vector<PromptChunk>& chunks,
+void prefill_multimodal(HybridModel& model, SequenceState& seq, const std::vector<PromptChunk>& chunks,
                         const std::vector<ImageEmbedding>& images, const ForwardOptions& opt, ForwardOutput& out,
                         int64_t n_batch) {
   if (n_batch < 1) throw std::invalid_argument("prefill_multimodal: n_batch must be positive");
-  const int64_t n_embd = model.hparams().n_embd;
+  const int64_t n_embd = model.shape().n_embd;
   for (size_t ci = 0; ci < chunks.size(); ++ci) {
     const PromptChunk& c = chunks[ci];
     const bool last = ci + 1 == chunks.size();

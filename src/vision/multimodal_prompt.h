@@ -3,7 +3,7 @@
 // image becomes `<|vision_start|>` (ending the text before it), one image chunk of nx * ny
 // embedding rows, and `<|vision_end|>` (starting the text after it). Prefill then runs the text
 // chunks as tokens and the image chunks as embedding rows at their M-RoPE positions
-// (Qwen35Model::forward_image), in pieces of at most n_batch rows as llama.cpp decodes them.
+// (HybridModel::forward_image), in pieces of at most n_batch rows as llama.cpp decodes them.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/qwen35_model.h"
+#include "model/hybrid_model.h"
 #include "text/tokenizer.h"
 
 namespace tandem::vision {
@@ -49,7 +49,7 @@ int64_t multimodal_prompt_rows(const std::vector<PromptChunk>& chunks, const std
 // Runs every chunk through the model on `seq` in order; `opt` applies to the last chunk (earlier
 // ones compute no logits), so out holds the prompt's last logits as forward() would. Throws what
 // forward / forward_image throw (context overflow, bad rows), leaving seq at the chunk that failed.
-void prefill_multimodal(Qwen35Model& model, SequenceState& seq, const std::vector<PromptChunk>& chunks,
+void prefill_multimodal(HybridModel& model, SequenceState& seq, const std::vector<PromptChunk>& chunks,
                         const std::vector<ImageEmbedding>& images, const ForwardOptions& opt, ForwardOutput& out,
                         int64_t n_batch = 512);
 

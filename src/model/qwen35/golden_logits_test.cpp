@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "model/qwen35_model.h"
+#include "model/qwen35/qwen35_model.h"
 #include "model/test_paths.h"
 
 namespace tandem {

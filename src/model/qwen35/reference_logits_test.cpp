@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "model/qwen35_model.h"
+#include "model/qwen35/qwen35_model.h"
 #include "model/test_models.h"
 #include "model/test_paths.h"
 

@@ -25,7 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gguf/quants.h"
-#include "model/qwen35_model.h"
+#include "model/qwen35/qwen35_model.h"
 #include "model/test_models.h"
 #include "model/test_paths.h"
 

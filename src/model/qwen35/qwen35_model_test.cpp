@@ -1,7 +1,7 @@
 // Forward-pass invariants on a generated tiny model (no external data needed):
 // chunked vs per-token agreement, checkpoint round trips, cut-position and
 // rollback states, clone, and clear errors for bad calls.
-#include "model/qwen35_model.h"
+#include "model/qwen35/qwen35_model.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "model/qwen35_generator.h"
+#include "model/qwen35/qwen35_generator.h"
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +18,7 @@
 
 #include "gguf/quants.h"
 #include "model/seeded_random.h"
+#include "model/tensor_encoder.h"
 
 namespace tandem {
 
@@ -584,66 +585,10 @@ std::vector<float> qwen35_tensor_values(const Qwen35TensorPlan& t, uint64_t seed
 
 namespace {
 
-// Generates and encodes rows [r0, r1) of t into out (row_bytes each).
-void encode_rows(const Qwen35TensorPlan& t, uint64_t ts, int64_t r0, int64_t r1, uint8_t* out) {
-  const int64_t nx = t.ne[0];
-  const size_t rb = row_bytes(t.type, nx);
-  const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 16) / nx);
-  std::vector<float> buf(static_cast<size_t>(chunk * nx));
-  for (int64_t r = r0; r < r1; r += chunk) {
-    const int64_t nr = std::min(chunk, r1 - r);
-    fill_values(t, ts, r * nx, nr * nx, buf.data());
-    uint8_t* dst = out + static_cast<size_t>(r - r0) * rb;
-    const int64_t n = nr * nx;
-    switch (t.type) {
-      case GgmlType::F32:
-        std::memcpy(dst, buf.data(), static_cast<size_t>(n) * sizeof(float));
-        break;
-      case GgmlType::F16:
-      case GgmlType::BF16: {
-        const bool f16 = t.type == GgmlType::F16;
-        for (int64_t k = 0; k < n; ++k) {
-          const uint16_t h = f16 ? fp32_to_fp16(buf[k]) : fp32_to_bf16(buf[k]);
-          std::memcpy(dst + 2 * k, &h, 2);
-        }
-        break;
-      }
-      default:
-        for (int64_t i = 0; i < nr; ++i) quantize_row(t.type, buf.data() + i * nx, dst + i * rb, nx);
-        break;
-    }
-  }
-}
-
 std::vector<uint8_t> encode_tensor(const Qwen35TensorPlan& t, uint64_t seed, int n_threads) {
-  const int64_t nx = t.ne[0];
-  const int64_t rows = n_elements(t.ne) / nx;
-  const size_t rb = row_bytes(t.type, nx);
-  std::vector<uint8_t> data(rb * static_cast<size_t>(rows));
   const uint64_t ts = tensor_seed(seed, t.name);
-  const int64_t work = n_elements(t.ne);
-  const int nt = static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(n_threads, rows), 1, 64));
-  if (nt == 1 || work < (int64_t{1} << 18)) {
-    encode_rows(t, ts, 0, rows, data.data());
-    return data;
-  }
-  std::vector<std::thread> th;
-  std::exception_ptr err;
-  std::mutex m;
-  for (int k = 0; k < nt; ++k) {
-    const int64_t r0 = rows * k / nt, r1 = rows * (k + 1) / nt;
-    th.emplace_back([&, r0, r1] {
-      try {
-        encode_rows(t, ts, r0, r1, data.data() + static_cast<size_t>(r0) * rb);
-      } catch (...) {
-        std::lock_guard<std::mutex> g(m);
-        if (!err) err = std::current_exception();
-      }
-    });
-  }
-  for (auto& x : th) x.join();
-  if (err) std::rethrow_exception(err);
-  return data;
+  return encode_generated_tensor(t.type, t.ne, [&](int64_t first, int64_t n, float* dst) { fill_values(t, ts, first, n, dst); },
+                                 n_threads);
 }
 
 std::string format_description(const Qwen35Plan& p, uint64_t seed) {

@@ -1,4 +1,4 @@
-#include "model/qwen35_model.h"
+#include "model/qwen35/qwen35_model.h"
 
 #include <algorithm>
 #include <chrono>
@@ -17,7 +17,7 @@
 #include "kernels/rope.h"
 #include "kernels/stream_copy.h"
 #include "model/model_fingerprint.h"
-#include "model/rollback_aware_prefill.h"
+#include "model/qwen35/rollback_aware_prefill.h"
 
 namespace tandem {
 
@@ -119,15 +119,10 @@ std::unique_ptr<Qwen35Model> Qwen35Model::load(const std::string& path, int n_th
 std::unique_ptr<Qwen35Model> Qwen35Model::load(const std::string& path, const LoadOptions& opt) {
   std::unique_ptr<Qwen35Model> m(new Qwen35Model());
   auto file = GgufFile::open(path);
-  m->path_ = path;
   m->hp_ = Qwen35HParams::from_gguf(*file);
-  m->fingerprint_ = model_fingerprint(*file);  // before packing gives the sampled pages back
-  m->bind_weights(std::move(file));
   m->ws_ = std::make_unique<Workspace>(opt.tier);  // the kernel tier, fixed for the model's life
-  m->pack_matrices_ = opt.pack_matrices;
-  if (opt.pack_matrices) m->pack_for_matrix_path();  // the matrices the tier multiplies packed (kernels::plan_matrix)
-  m->pool_ = std::make_unique<ThreadPool>(opt.n_threads);
-  m->governor_ = std::make_unique<CpuResourceGovernor>(*m->pool_);
+  m->open_common(path, std::move(file), opt);
+  m->shape_ = m->hp_.shape();  // after binding: the vocabulary is token_embd's rows
   m->ws_->kc.pool = m->pool_.get();
   m->ws_->per_thread.reset(new ScratchBuffer[static_cast<size_t>(m->pool_->size())]);
   return m;
@@ -139,16 +134,8 @@ void Qwen35Model::bind_weights(std::unique_ptr<GgufFile> file) {
   file_ = std::move(file);
 }
 
-void Qwen35Model::require_weights(const char* what) const {
-  if (!file_) throw std::logic_error(std::string(what) + ": the model's weights are unloaded (reload_weights first)");
-}
-
-void Qwen35Model::unload_weights() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!file_) return;
+void Qwen35Model::drop_weights() {
   w_ = Qwen35Weights{};
-  packed_ = kernels::PackedWeights{};
-  file_.reset();
   // A fresh workspace on the same kernel context: the pass buffers (sized by the largest pass
   // so far) go with the weights.
   auto ws = std::make_unique<Workspace>(ws_->kc.tier);
@@ -157,25 +144,6 @@ void Qwen35Model::unload_weights() {
   ws->kc.activations = ws_->kc.activations;
   ws->per_thread.reset(new ScratchBuffer[static_cast<size_t>(pool_->size())]);
   ws_ = std::move(ws);
-}
-
-Qwen35Model::ReloadTimes Qwen35Model::reload_weights() {
-  std::lock_guard<std::mutex> lock(mu_);
-  ReloadTimes t;
-  if (file_) return t;
-  using Clock = std::chrono::steady_clock;
-  const auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
-  const auto t0 = Clock::now();
-  auto file = GgufFile::open(path_);
-  if (model_fingerprint(*file) != fingerprint_)
-    file->fail("is no longer the file this server loaded (its size, tensors or sampled contents changed); "
-               "restart the server to serve the new file");
-  bind_weights(std::move(file));
-  const auto t1 = Clock::now();
-  if (pack_matrices_) pack_for_matrix_path();
-  t.map_ms = ms(t0, t1);
-  t.pack_ms = ms(t1, Clock::now());
-  return t;
 }
 
 CpuTier Qwen35Model::cpu_tier() const { return ws_->kc.tier; }
@@ -187,12 +155,8 @@ void Qwen35Model::set_activation_mode(kernels::ActivationMode mode) {
 kernels::ActivationMode Qwen35Model::activation_mode() const { return ws_->kc.activations; }
 
 void Qwen35Model::pack_for_matrix_path() {
-  // After packing, the ggml rows of a matrix are only read by ActivationMode::Exact: their pages
-  // leave the resident set (the file stays the backing store), so the model is not held twice.
-  auto pack = [&](WeightMatrix& W, bool keep_rows) {
-    if (W.data && plan_matrix(W.type, ws_->kc.tier).layout == WeightLayout::Packed && packed_.pack(W) && !keep_rows)
-      file_->release_pages(W.data, W.row_stride * static_cast<size_t>(W.rows));
-  };
+  const CpuTier tier = ws_->kc.tier;
+  auto pack = [&](WeightMatrix& W, bool keep_rows) { pack_matrix(W, tier, keep_rows); };
   auto layer = [&](Qwen35LayerWeights& L) {
     for (WeightMatrix* W : {&L.ffn_gate, &L.ffn_up, &L.ffn_down, &L.attn_qkv, &L.attn_gate, &L.ssm_beta, &L.ssm_alpha,
                             &L.ssm_out, &L.attn_q, &L.attn_k, &L.attn_v, &L.attn_output})
@@ -207,10 +171,6 @@ void Qwen35Model::pack_for_matrix_path() {
     if (M.shared_head_head) pack(*M.shared_head_head, M.embed_tokens && M.embed_tokens->data == M.shared_head_head->data);
     if (M.draft_head) pack(*M.draft_head, false);
   }
-}
-
-std::unique_ptr<SequenceState> Qwen35Model::new_sequence(int64_t n_ctx) const {
-  return std::make_unique<SequenceState>(hp_, n_ctx);
 }
 
 MtpState::MtpState(const Qwen35HParams& hp, int64_t n) : n_ctx(n) {
@@ -581,7 +541,7 @@ void Qwen35Model::gdn_conv(const Qwen35LayerWeights& L, int g, SequenceState& st
 }
 
 // The delta rule, segment by segment, as rollback-aware prefill planned the pass
-// (model/rollback_aware_prefill.h): segments end at every cut and where the per-token rollback
+// (model/qwen35/rollback_aware_prefill.h): segments end at every cut and where the per-token rollback
 // tail starts, so those states exist between segments; then (in the same tasks) the gated
 // RMSNorm of the outputs into ws.o.
 void Qwen35Model::gdn_delta_rule(const Qwen35LayerWeights& L, int g, SequenceState& st, int64_t T,

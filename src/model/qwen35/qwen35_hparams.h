@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gguf/gguf_file.h"
+#include "model/model_shape.h"
 
 namespace tandem {
 
@@ -44,6 +45,8 @@ struct Qwen35HParams {
   // Reads and validates; throws GgufError naming the key and what was expected.
   static Qwen35HParams from_gguf(const GgufFile& f);
   std::string summary() const;
+  // The shape the serving layers see (model/model_shape.h): one sequence's layout and the FLOPs.
+  ModelShape shape() const;
 };
 
 }  // namespace tandem

@@ -1,4 +1,4 @@
-#include "model/qwen35_hparams.h"
+#include "model/qwen35/qwen35_hparams.h"
 
 #include <sstream>
 
@@ -128,6 +128,37 @@ std::string Qwen35HParams::summary() const {
     << " n_ff=" << n_ff[0] << " heads=" << n_head << "/" << n_head_kv << "x" << head_dim << " n_rot=" << n_rot
     << " GDN H_k=" << H_k << " H_v=" << H_v << " d=" << d_state << " conv=" << conv_kernel;
   return s.str();
+}
+
+ModelShape Qwen35HParams::shape() const {
+  ModelShape m;
+  m.architecture = "qwen35";
+  m.n_vocab = n_vocab;
+  m.n_embd = n_embd;
+  m.context_length = context_length;
+  m.n_layer = n_layer;
+  m.sequence.n_recurrent = n_recurrent_layers();
+  m.sequence.conv_floats = static_cast<int64_t>(conv_kernel - 1) * conv_dim();
+  m.sequence.ssm_floats = static_cast<int64_t>(H_v) * d_state * d_state;
+  m.sequence.n_attention = n_attention_layers();
+  m.sequence.kv_dim = kv_dim();
+  double linear = 0;
+  const double E = static_cast<double>(n_embd);
+  for (int il = 0; il < n_layer; ++il) {
+    const double ff = il < static_cast<int>(n_ff.size()) ? static_cast<double>(n_ff[il]) : 0.0;
+    linear += 3 * E * ff;  // gate, up, down
+    if (il < static_cast<int>(is_recurrent.size()) && is_recurrent[il]) {
+      // qkv (conv_dim), z (value_dim), beta and alpha (H_v each) in; value_dim out; delta rule d x d per head.
+      linear += E * (conv_dim() + value_dim() + 2.0 * H_v) + value_dim() * E;
+      linear += 4.0 * H_v * d_state * d_state;
+    } else {
+      linear += E * (q_proj_dim() + 2.0 * kv_dim()) + static_cast<double>(n_head) * head_dim * E;
+    }
+  }
+  m.flops_per_token = 2 * linear;
+  m.flops_per_token_pair = 4.0 * n_attention_layers() * n_head * head_dim;  // QK^T and AV
+  m.summary = summary();
+  return m;
 }
 
 }  // namespace tandem

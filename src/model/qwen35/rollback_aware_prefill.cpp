@@ -1,4 +1,4 @@
-#include "model/rollback_aware_prefill.h"
+#include "model/qwen35/rollback_aware_prefill.h"
 
 #include <algorithm>
 

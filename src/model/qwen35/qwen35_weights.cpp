@@ -1,4 +1,4 @@
-#include "model/qwen35_weights.h"
+#include "model/qwen35/qwen35_weights.h"
 
 #include <sstream>
 

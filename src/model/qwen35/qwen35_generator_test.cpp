@@ -1,4 +1,4 @@
-#include "model/qwen35_generator.h"
+#include "model/qwen35/qwen35_generator.h"
 
 #include <gtest/gtest.h>
 

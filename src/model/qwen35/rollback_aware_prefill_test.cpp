@@ -1,6 +1,6 @@
-// The pass segmentation of rollback-aware prefill (model/rollback_aware_prefill.h): hand-worked
+// The pass segmentation of rollback-aware prefill (model/qwen35/rollback_aware_prefill.h): hand-worked
 // cases, then random shapes against a set-based statement of the rule.
-#include "model/rollback_aware_prefill.h"
+#include "model/qwen35/rollback_aware_prefill.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,74 @@
+#include "model/hybrid_model.h"
+
+#include <chrono>
+#include <stdexcept>
+
+#include "kernels/matmul.h"
+#include "model/model_fingerprint.h"
+
+namespace tandem {
+
+HybridModel::~HybridModel() = default;
+
+void HybridModel::forward_image(SequenceState&, const EmbeddingRows&, const ForwardOptions&, ForwardOutput&) {
+  throw std::logic_error("a " + architecture() + " model takes no image rows (only qwen35 files have an image path)");
+}
+
+void HybridModel::forward_logged(SequenceState&, std::span<const int32_t>, const LoggedPassOptions&, ForwardOutput&) {
+  throw std::logic_error("a " + architecture() + " model keeps no replay log (verify in copy mode)");
+}
+
+void HybridModel::roll_back(SequenceState&, const ForwardOutput&, int64_t) {
+  throw std::logic_error("a " + architecture() + " model keeps no replay log (roll back from rollback states)");
+}
+
+void HybridModel::open_common(const std::string& path, std::unique_ptr<GgufFile> file, const LoadOptions& opt) {
+  path_ = path;
+  fingerprint_ = model_fingerprint(*file);  // before packing gives the sampled pages back
+  bind_weights(std::move(file));
+  pack_matrices_ = opt.pack_matrices;
+  if (pack_matrices_) pack_for_matrix_path();
+  pool_ = std::make_unique<ThreadPool>(opt.n_threads);
+  governor_ = std::make_unique<CpuResourceGovernor>(*pool_);
+}
+
+void HybridModel::require_weights(const char* what) const {
+  if (!file_) throw std::logic_error(std::string(what) + ": the model's weights are unloaded (reload_weights first)");
+}
+
+void HybridModel::pack_matrix(kernels::WeightMatrix& W, CpuTier tier, bool keep_rows) {
+  // After packing, the ggml rows of a matrix are only read by ActivationMode::Exact: their pages
+  // leave the resident set (the file stays the backing store), so the model is not held twice.
+  if (W.data && kernels::plan_matrix(W.type, tier).layout == kernels::WeightLayout::Packed && packed_.pack(W) &&
+      !keep_rows)
+    file_->release_pages(W.data, W.row_stride * static_cast<size_t>(W.rows));
+}
+
+void HybridModel::unload_weights() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!file_) return;
+  drop_weights();
+  packed_ = kernels::PackedWeights{};
+  file_.reset();
+}
+
+HybridModel::ReloadTimes HybridModel::reload_weights() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ReloadTimes t;
+  if (file_) return t;
+  using Clock = std::chrono::steady_clock;
+  const auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+  const auto t0 = Clock::now();
+  auto file = GgufFile::open(path_);
+  if (model_fingerprint(*file) != fingerprint_)
+    file->fail("is no longer the file this server loaded (its size, tensors or sampled contents changed); "
+               "restart the server to serve the new file");
+  bind_weights(std::move(file));
+  const auto t1 = Clock::now();
+  if (pack_matrices_) pack_for_matrix_path();
+  t.map_ms = ms(t0, t1);
+  t.pack_ms = ms(t1, Clock::now());
+  return t;
+}
+
+}  // namespace tandem

@@ -42,6 +42,77 @@ constexpr KnownTemplate kKnown[] = {
     {0x107ed9be2ca96818ull, ChatTemplateFamily::Granite4, "Granite 4.0 (ibm-granite-granite-4.0.jinja)"},
 };
 
+// Tandem's own templates for generated files (chat_family_tokenizer()); checked against the
+// published ones with @huggingface/jinja on chat_template_test's conversations.
+const char* kTandemLfm2Template = R"TPL({#- Tandem's LFM2 chat template (tandem-gen-model): the LFM2 tool-list format. -#}
+{{- bos_token -}}
+{%- set ns = namespace(system="", start=0) -%}
+{%- if messages and messages[0].role == "system" -%}
+  {%- set ns.system = messages[0].content -%}
+  {%- set ns.start = 1 -%}
+{%- endif -%}
+{%- if tools -%}
+  {%- if ns.system -%}{%- set ns.system = ns.system + "\n" -%}{%- endif -%}
+  {%- set ns.system = ns.system + "List of tools: <|tool_list_start|>[" -%}
+  {%- for tool in tools -%}
+    {%- set ns.system = ns.system + (tool if tool is string else tool | tojson) + ("" if loop.last else ", ") -%}
+  {%- endfor -%}
+  {%- set ns.system = ns.system + "]<|tool_list_end|>" -%}
+{%- endif -%}
+{%- if ns.system -%}{{- "<|im_start|>system\n" + ns.system + "<|im_end|>\n" -}}{%- endif -%}
+{%- for message in messages[ns.start:] -%}
+  {{- "<|im_start|>" + message.role + "\n" -}}
+  {%- if message.role == "tool" -%}
+    {{- "<|tool_response_start|>" + (message.content or "") + "<|tool_response_end|>" -}}
+  {%- else -%}
+    {%- if message.role == "assistant" and message.tool_calls -%}
+      {{- "<|tool_call_start|>[" -}}
+      {%- for call in message.tool_calls -%}
+        {%- set f = call.function if call.function is defined else call -%}
+        {{- f.name + "(" -}}
+        {%- for key, value in f.arguments.items() -%}
+          {{- key + "=" + (value | tojson) + ("" if loop.last else ", ") -}}
+        {%- endfor -%}
+        {{- ")" + ("" if loop.last else ", ") -}}
+      {%- endfor -%}
+      {{- "]<|tool_call_end|>" -}}
+    {%- endif -%}
+    {{- message.content or "" -}}
+  {%- endif -%}
+  {{- "<|im_end|>\n" -}}
+{%- endfor -%}
+{%- if add_generation_prompt -%}{{- "<|im_start|>assistant\n" -}}{%- endif -%}
+)TPL";
+const char* kTandemGraniteTemplate = R"TPL({#- Tandem's Granite 4.0 chat template (tandem-gen-model): the Granite 4.0 role format, without documents. -#}
+{%- set ns = namespace(system="") -%}
+{%- if tools -%}
+  {%- set ns.system = "You are a helpful assistant with access to the following tools. You may call one or more tools to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>" -%}
+  {%- for tool in tools -%}{%- set ns.system = ns.system + "\n" + (tool | tojson) -%}{%- endfor -%}
+  {%- set ns.system = ns.system + "\n</tools>\n\nFor each tool call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>. If a tool does not exist in the provided list of tools, notify the user that you do not have the ability to fulfill the request." -%}
+{%- endif -%}
+{%- if messages and messages[0].role == "system" -%}
+  {%- set ns.system = messages[0].content + ("\n\n" + ns.system if ns.system else "") -%}
+{%- endif -%}
+{{- "<|start_of_role|>system<|end_of_role|>" + (ns.system or "You are a helpful assistant. Please ensure responses are professional, accurate, and safe.") + "<|end_of_text|>\n" -}}
+{%- for message in messages -%}
+  {%- if message.role == "user" or (message.role == "system" and not loop.first) -%}
+    {{- "<|start_of_role|>" + message.role + "<|end_of_role|>" + message.content + "<|end_of_text|>\n" -}}
+  {%- elif message.role == "assistant" -%}
+    {{- "<|start_of_role|>assistant<|end_of_role|>" + (message.content or "") -}}
+    {%- for call in (message.tool_calls or []) -%}
+      {%- set f = call.function if call.function is defined else call -%}
+      {{- ("\n" if (message.content or not loop.first) else "") + "<tool_call>\n{\"name\": \"" + f.name + "\", \"arguments\": " + (f.arguments if f.arguments is string else f.arguments | tojson) + "}\n</tool_call>" -}}
+    {%- endfor -%}
+    {{- "<|end_of_text|>\n" -}}
+  {%- elif message.role == "tool" -%}
+    {%- if loop.first or messages[loop.index0 - 1].role != "tool" -%}{{- "<|start_of_role|>user<|end_of_role|>" -}}{%- endif -%}
+    {{- "\n<tool_response>\n" + message.content + "\n</tool_response>" -}}
+    {%- if loop.last or messages[loop.index0 + 1].role != "tool" -%}{{- "<|end_of_text|>\n" -}}{%- endif -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}{{- "<|start_of_role|>assistant<|end_of_role|>" -}}{%- endif -%}
+)TPL";
+
 bool has(const std::string& s, const char* needle) { return s.find(needle) != std::string::npos; }
 
 // ---------------------------------------------------------------------------------------------
@@ -539,6 +610,9 @@ ChatTemplate ChatTemplate::from_gguf_template(const std::string& src) {
   const uint64_t fp = template_fingerprint(src);
   for (const auto& k : kKnown)
     if (k.fingerprint == fp) return ChatTemplate(k.family);
+  for (const ChatTemplateFamily f : {ChatTemplateFamily::LFM2, ChatTemplateFamily::Granite4}) {
+    if (template_fingerprint(chat_family_tokenizer(f).chat_template) == fp) return ChatTemplate(f);
+  }
 
   // Not one of the exact templates: accept the families by their unmistakable markers, and say so.
   ChatTemplate t(ChatTemplateFamily::ChatML);
@@ -566,6 +640,26 @@ ChatTemplate ChatTemplate::from_gguf_template(const std::string& src) {
   t.note_ = std::string("chat template is not byte-identical to a tested ") + chat_template_family_name(t.family_) +
             " template; rendering it as that family (check the output if the model's template was customized)";
   return t;
+}
+
+const ChatFamilyTokenizer& chat_family_tokenizer(ChatTemplateFamily f) {
+  static const ChatFamilyTokenizer lfm2{
+      "lfm2",
+      {"<|pad|>", "<|startoftext|>", "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|tool_list_start|>",
+       "<|tool_list_end|>", "<|tool_call_start|>", "<|tool_call_end|>", "<|tool_response_start|>",
+       "<|tool_response_end|>"},
+      "<|startoftext|>", "<|im_end|>", "<|pad|>", true, kTandemLfm2Template};
+  static const ChatFamilyTokenizer granite{
+      "dbrx",
+      {"<|pad|>", "<|end_of_text|>", "<|start_of_role|>", "<|end_of_role|>"},
+      "<|end_of_text|>", "<|end_of_text|>", "<|pad|>", false, kTandemGraniteTemplate};
+  switch (f) {
+    case ChatTemplateFamily::LFM2: return lfm2;
+    case ChatTemplateFamily::Granite4: return granite;
+    default: break;
+  }
+  throw std::invalid_argument(std::string("chat_family_tokenizer: no generated-file tokenizer for the ") +
+                              chat_template_family_name(f) + " family");
 }
 
 ChatPrompt ChatTemplate::render(const ChatRequest& req) const {

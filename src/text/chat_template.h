@@ -151,6 +151,26 @@ ChatTokens tokenize_chat(const Tokenizer& tok, const ChatPrompt& prompt);
 std::vector<int64_t> find_user_starts(const Tokenizer& tok, std::span<const int32_t> tokens,
                                       std::string_view delimiter);
 
+// What a generated GGUF of a family carries in its tokenizer keys (tandem-gen-model, the lfm2 /
+// granitehybrid generators): the pre-tokenizer, the control tokens the template and the tokenizer
+// use (append them, in this order, after the byte-level vocabulary), the texts of the special ids,
+// tokenizer.ggml.add_bos_token, and a chat template of Tandem's own (in tokenizer.chat_template)
+// that renders like the family's published template for string contents, tools, tool calls and tool
+// results, which both Tandem (recognized as exact) and llama.cpp's Jinja engine render, and
+// which llama.cpp routes as it does the real one (LFM2: its LFM2 handler, by the tool-list tokens;
+// Granite: the autoparser, delimiter <|start_of_role|>user<|end_of_role|>).
+struct ChatFamilyTokenizer {
+  std::string pre;                          // tokenizer.ggml.pre
+  std::vector<std::string> control_tokens;  // token_type 3 (CONTROL)
+  std::string bos, eos, pad;                // texts of bos_token_id / eos_token_id / padding_token_id
+  bool add_bos_token = false;               // tokenizer.ggml.add_bos_token
+  std::string chat_template;                // tokenizer.chat_template
+};
+// LFM2 (pre lfm2, BOS <|startoftext|> added, EOS <|im_end|>, PAD <|pad|>) and Granite4 (pre dbrx,
+// BOS = EOS = <|end_of_text|>, PAD <|pad|>, no BOS added). Throws std::invalid_argument for the
+// other families (tandem-gen-model's Qwen vocabulary has its own, model/qwen35_generator.h).
+const ChatFamilyTokenizer& chat_family_tokenizer(ChatTemplateFamily f);
+
 // Jinja's tojson as the reference renders it: ", " and ": " separators, non-ASCII unescaped.
 std::string to_json_text(const Json& j);
 

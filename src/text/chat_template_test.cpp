@@ -258,6 +258,34 @@ TEST(ChatTemplate, UserStartsPerFamily) {
   }
 }
 
+// What tandem-gen-model writes for a family: a vocabulary with the family's control tokens, its
+// pre-tokenizer and BOS rule, and Tandem's own template, recognized as that family (exact).
+TEST(ChatTemplate, FamilyTokenizerForGeneratedFiles) {
+  for (const ChatTemplateFamily f : {ChatTemplateFamily::LFM2, ChatTemplateFamily::Granite4}) {
+    const ChatFamilyTokenizer& ft = chat_family_tokenizer(f);
+    Qwen35Vocab v = builtin_qwen35_vocab();
+    v.pre = ft.pre;
+    for (const auto& t : ft.control_tokens) {
+      if (v.find(t)) continue;
+      v.tokens.push_back(t);
+      v.token_types.push_back(3);
+    }
+    v.bos_id = static_cast<int32_t>(*v.find(ft.bos));
+    v.eos_id = static_cast<int32_t>(*v.find(ft.eos));
+    v.chat_template = ft.chat_template;
+    const auto tok = Tokenizer::from_gguf(*testing::vocab_image(v, ft.add_bos_token)->file);
+    EXPECT_EQ(tok->add_bos(), f == ChatTemplateFamily::LFM2);
+    const ChatTemplate t = ChatTemplate::from_gguf_template(tok->vocab().chat_template());
+    EXPECT_EQ(t.family(), f);
+    EXPECT_TRUE(t.exact());
+    const ChatTokens ct = tokenize_chat(*tok, t.render(request(R"([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"},
+                                                                    {"role": "user", "content": "Open settings"}])")));
+    EXPECT_EQ(ct.user_starts.size(), f == ChatTemplateFamily::LFM2 ? 0u : 2u);
+    EXPECT_TRUE(tok->vocab().is_eog(*v.eos_id));
+  }
+  EXPECT_THROW(chat_family_tokenizer(ChatTemplateFamily::Qwen35), std::invalid_argument);
+}
+
 TEST(ChatTemplate, ToJsonMatchesJinjaTojson) {
   EXPECT_EQ(to_json_text(Json::parse(R"({"b": [1, 2.5, "x\n"], "a": {"é": null, "t": true}})")),
             "{\"b\": [1, 2.5, \"x\\n\"], \"a\": {\"é\": null, \"t\": true}}");

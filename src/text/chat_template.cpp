@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "text/special_tokens.h"
 #include "text/tokenizer.h"
 
 namespace tandem::text {
@@ -36,7 +37,81 @@ constexpr KnownTemplate kKnown[] = {
     {0x7175efb54ad7a704ull, ChatTemplateFamily::ChatML, "tandem-gen-model's default ChatML"},
     {0x4629b26c31e7abf0ull, ChatTemplateFamily::Qwen3, "Qwen3 (tokenizer_config.json of Qwen3)"},
     {0x9283a9b049b2b593ull, ChatTemplateFamily::Qwen35, "Qwen3.5 (chat_template.jinja of Qwen3.5)"},
+    // tests/text/templates/: rendered with @huggingface/jinja for chat_template_test's expectations.
+    {0xcb5d5992ca90d285ull, ChatTemplateFamily::LFM2, "LFM2 (LiquidAI's tool-list template)"},
+    {0x107ed9be2ca96818ull, ChatTemplateFamily::Granite4, "Granite 4.0 (ibm-granite-granite-4.0.jinja)"},
 };
+
+// Tandem's own templates for generated files (chat_family_tokenizer()); checked against the
+// published ones with @huggingface/jinja on chat_template_test's conversations.
+const char* kTandemLfm2Template = R"TPL({#- Tandem's LFM2 chat template (tandem-gen-model): the LFM2 tool-list format. -#}
+{{- bos_token -}}
+{%- set ns = namespace(system="", start=0) -%}
+{%- if messages and messages[0].role == "system" -%}
+  {%- set ns.system = messages[0].content -%}
+  {%- set ns.start = 1 -%}
+{%- endif -%}
+{%- if tools -%}
+  {%- if ns.system -%}{%- set ns.system = ns.system + "\n" -%}{%- endif -%}
+  {%- set ns.system = ns.system + "List of tools: <|tool_list_start|>[" -%}
+  {%- for tool in tools -%}
+    {%- set ns.system = ns.system + (tool if tool is string else tool | tojson) + ("" if loop.last else ", ") -%}
+  {%- endfor -%}
+  {%- set ns.system = ns.system + "]<|tool_list_end|>" -%}
+{%- endif -%}
+{%- if ns.system -%}{{- "<|im_start|>system\n" + ns.system + "<|im_end|>\n" -}}{%- endif -%}
+{%- for message in messages[ns.start:] -%}
+  {{- "<|im_start|>" + message.role + "\n" -}}
+  {%- if message.role == "tool" -%}
+    {{- "<|tool_response_start|>" + (message.content or "") + "<|tool_response_end|>" -}}
+  {%- else -%}
+    {%- if message.role == "assistant" and message.tool_calls -%}
+      {{- "<|tool_call_start|>[" -}}
+      {%- for call in message.tool_calls -%}
+        {%- set f = call.function if call.function is defined else call -%}
+        {{- f.name + "(" -}}
+        {%- for key, value in f.arguments.items() -%}
+          {{- key + "=" + (value | tojson) + ("" if loop.last else ", ") -}}
+        {%- endfor -%}
+        {{- ")" + ("" if loop.last else ", ") -}}
+      {%- endfor -%}
+      {{- "]<|tool_call_end|>" -}}
+    {%- endif -%}
+    {{- message.content or "" -}}
+  {%- endif -%}
+  {{- "<|im_end|>\n" -}}
+{%- endfor -%}
+{%- if add_generation_prompt -%}{{- "<|im_start|>assistant\n" -}}{%- endif -%}
+)TPL";
+const char* kTandemGraniteTemplate = R"TPL({#- Tandem's Granite 4.0 chat template (tandem-gen-model): the Granite 4.0 role format, without documents. -#}
+{%- set ns = namespace(system="") -%}
+{%- if tools -%}
+  {%- set ns.system = "You are a helpful assistant with access to the following tools. You may call one or more tools to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>" -%}
+  {%- for tool in tools -%}{%- set ns.system = ns.system + "\n" + (tool | tojson) -%}{%- endfor -%}
+  {%- set ns.system = ns.system + "\n</tools>\n\nFor each tool call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>. If a tool does not exist in the provided list of tools, notify the user that you do not have the ability to fulfill the request." -%}
+{%- endif -%}
+{%- if messages and messages[0].role == "system" -%}
+  {%- set ns.system = messages[0].content + ("\n\n" + ns.system if ns.system else "") -%}
+{%- endif -%}
+{{- "<|start_of_role|>system<|end_of_role|>" + (ns.system or "You are a helpful assistant. Please ensure responses are professional, accurate, and safe.") + "<|end_of_text|>\n" -}}
+{%- for message in messages -%}
+  {%- if message.role == "user" or (message.role == "system" and not loop.first) -%}
+    {{- "<|start_of_role|>" + message.role + "<|end_of_role|>" + message.content + "<|end_of_text|>\n" -}}
+  {%- elif message.role == "assistant" -%}
+    {{- "<|start_of_role|>assistant<|end_of_role|>" + (message.content or "") -}}
+    {%- for call in (message.tool_calls or []) -%}
+      {%- set f = call.function if call.function is defined else call -%}
+      {{- ("\n" if (message.content or not loop.first) else "") + "<tool_call>\n{\"name\": \"" + f.name + "\", \"arguments\": " + (f.arguments if f.arguments is string else f.arguments | tojson) + "}\n</tool_call>" -}}
+    {%- endfor -%}
+    {{- "<|end_of_text|>\n" -}}
+  {%- elif message.role == "tool" -%}
+    {%- if loop.first or messages[loop.index0 - 1].role != "tool" -%}{{- "<|start_of_role|>user<|end_of_role|>" -}}{%- endif -%}
+    {{- "\n<tool_response>\n" + message.content + "\n</tool_response>" -}}
+    {%- if loop.last or messages[loop.index0 + 1].role != "tool" -%}{{- "<|end_of_text|>\n" -}}{%- endif -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}{{- "<|start_of_role|>assistant<|end_of_role|>" -}}{%- endif -%}
+)TPL";
 
 bool has(const std::string& s, const char* needle) { return s.find(needle) != std::string::npos; }
 
@@ -293,9 +368,140 @@ class Renderer {
     generation_prompt(true);
   }
 
+  // LFM2 (hybrids.md A8). The system turn exists when there is a system message or tools.
+  void lfm2() {
+    size_t first = 0;
+    std::string system;
+    if (!msgs.empty() && msgs[0].role == "system") {
+      system = lfm2_content(msgs[0]);
+      first = 1;
+    }
+    if (!req.tools.empty()) {
+      if (!system.empty()) system += "\n";
+      system += "List of tools: <|tool_list_start|>[";
+      for (size_t k = 0; k < req.tools.size(); ++k) {
+        if (k) system += ", ";
+        const Json& t = req.tools[k];
+        system += t.is_string() ? t.get<std::string>() : to_json_text(t);
+      }
+      system += "]<|tool_list_end|>";
+    }
+    if (!system.empty()) emit("<|im_start|>system\n" + system + "<|im_end|>\n");
+    for (size_t i = first; i < msgs.size(); ++i) {
+      const auto& m = msgs[i];
+      mark(i);
+      std::string content = lfm2_content(m);
+      if (m.role == "tool") {
+        content = "<|tool_response_start|>" + content + "<|tool_response_end|>";
+      } else if (m.role == "assistant" && !m.tool_calls.empty()) {
+        std::string calls;
+        for (size_t k = 0; k < m.tool_calls.size(); ++k) {
+          if (k) calls += ", ";
+          calls += pythonic_call(m.tool_calls[k]);
+        }
+        content = "<|tool_call_start|>[" + calls + "]<|tool_call_end|>" + content;
+      }
+      emit("<|im_start|>" + m.role + "\n" + content + "<|im_end|>\n");
+    }
+    if (req.add_generation_prompt) emit("<|im_start|>assistant\n");
+  }
+
+  // Granite 4.0 (hybrids.md B7).
+  void granite4() {
+    static const char* kDefaultSystem =
+        "You are a helpful assistant. Please ensure responses are professional, accurate, and safe.";
+    std::string tools_message;
+    if (!req.tools.empty()) {
+      tools_message =
+          "You are a helpful assistant with access to the following tools. You may call one or more tools to assist "
+          "with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>";
+      for (const auto& t : req.tools) tools_message.append("\n").append(to_json_text(t));
+      tools_message +=
+          "\n</tools>\n\nFor each tool call, return a json object with function name and arguments within "
+          "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+          "<args-json-object>}\n</tool_call>. If a tool does not exist in the provided list of tools, notify the user "
+          "that you do not have the ability to fulfill the request.";
+    }
+    std::string system;
+    if (!msgs.empty() && msgs[0].role == "system") {
+      system = granite_content(msgs[0]);
+      if (!tools_message.empty()) system.append("\n\n").append(tools_message);
+    } else {
+      system = tools_message;
+    }
+    emit("<|start_of_role|>system<|end_of_role|>" + (system.empty() ? std::string(kDefaultSystem) : system) +
+         "<|end_of_text|>\n");
+    for (size_t i = 0; i < msgs.size(); ++i) {
+      const auto& m = msgs[i];
+      const bool first = i == 0, last = i + 1 == msgs.size();
+      if (!(first && m.role == "system")) mark(i);
+      const std::string content = granite_content(m);
+      if (m.role == "user" || (m.role == "system" && !first)) {
+        if (m.role == "user") user_span();
+        emit("<|start_of_role|>" + m.role + "<|end_of_role|>" + content + "<|end_of_text|>\n");
+      } else if (m.role == "assistant") {
+        emit("<|start_of_role|>assistant<|end_of_role|>" + content);
+        for (size_t k = 0; k < m.tool_calls.size(); ++k) {
+          const auto& tc = m.tool_calls[k];
+          if ((k == 0 && !content.empty()) || k > 0) emit("\n");
+          emit("<tool_call>\n{\"name\": \"" + tc.name + "\", \"arguments\": ");
+          emit(tc.arguments.is_string() ? tc.arguments.get<std::string>() : to_json_text(tc.arguments));
+          emit("}\n</tool_call>");
+        }
+        emit("<|end_of_text|>\n");
+      } else if (m.role == "tool") {
+        if (first || msgs[i - 1].role != "tool") {
+          user_span();  // a tool-result turn is a user turn: llama.cpp's USER delimiter matches it
+          emit("<|start_of_role|>user<|end_of_role|>");
+        }
+        emit("\n<tool_response>\n" + content + "\n</tool_response>");
+        if (last || msgs[i + 1].role != "tool") emit("<|end_of_text|>\n");
+      }
+      // Other roles render nothing in this template.
+    }
+    if (req.add_generation_prompt) emit("<|start_of_role|>assistant<|end_of_role|>");
+  }
+
  private:
   void emit(const std::string& s) { out.text += s; }
   void mark(size_t i) { out.message_offsets[i] = out.text.size(); }
+  void user_span() { out.user_offsets.push_back(out.text.size()); }
+
+  // LFM2: a string, "" for none; parts are not expressible in this family.
+  std::string lfm2_content(const ChatMessage& m) const { return string_content(m, "LFM2"); }
+
+  // Granite: a string, or the text parts joined by "\n" (other parts dropped), "" for none.
+  static std::string granite_content(const ChatMessage& m) {
+    if (!m.content_is_parts) return m.content;
+    std::string s;
+    for (const auto& p : m.parts) {
+      if (p.kind != ChatContentPart::Kind::Text) continue;
+      if (!s.empty()) s += "\n";
+      s += p.text;
+    }
+    return s;
+  }
+
+  // LFM2's tool call: name(arg=value, ...), values as JSON (strings quoted), arguments in order.
+  static std::string pythonic_call(const ChatToolCall& tc) {
+    Json args = tc.arguments;
+    if (args.is_string()) {
+      args = Json::parse(tc.arguments.get<std::string>(), nullptr, /*allow_exceptions=*/false);
+      if (args.is_discarded()) fail("LFM2 template: tool call '" + tc.name + "' arguments are not JSON");
+    }
+    if (!args.is_null() && !args.is_object())
+      fail("LFM2 template: tool call '" + tc.name + "' arguments must be a JSON object");
+    std::string s = tc.name + "(";
+    bool first = true;
+    if (args.is_object()) {
+      for (const auto& [k, v] : args.items()) {
+        if (!first) s += ", ";
+        first = false;
+        s += k + "=" + to_json_text(v);
+      }
+    }
+    return s + ")";
+  }
 
   void generation_prompt(bool open_think) {
     if (!req.add_generation_prompt) return;
@@ -381,8 +587,21 @@ const char* chat_template_family_name(ChatTemplateFamily f) {
     case ChatTemplateFamily::ChatML: return "chatml";
     case ChatTemplateFamily::Qwen3: return "qwen3";
     case ChatTemplateFamily::Qwen35: return "qwen3.5";
+    case ChatTemplateFamily::LFM2: return "lfm2";
+    case ChatTemplateFamily::Granite4: return "granite-4.0";
   }
   return "?";
+}
+
+const char* chat_template_user_delimiter(ChatTemplateFamily f) {
+  switch (f) {
+    case ChatTemplateFamily::ChatML:
+    case ChatTemplateFamily::Qwen3:
+    case ChatTemplateFamily::Qwen35: return "<|im_start|>user";
+    case ChatTemplateFamily::LFM2: return "";
+    case ChatTemplateFamily::Granite4: return "<|start_of_role|>user<|end_of_role|>";
+  }
+  return "";
 }
 
 ChatTemplate ChatTemplate::from_gguf_template(const std::string& src) {
@@ -391,11 +610,21 @@ ChatTemplate ChatTemplate::from_gguf_template(const std::string& src) {
   const uint64_t fp = template_fingerprint(src);
   for (const auto& k : kKnown)
     if (k.fingerprint == fp) return ChatTemplate(k.family);
+  for (const ChatTemplateFamily f : {ChatTemplateFamily::LFM2, ChatTemplateFamily::Granite4}) {
+    if (template_fingerprint(chat_family_tokenizer(f).chat_template) == fp) return ChatTemplate(f);
+  }
 
   // Not one of the exact templates: accept the families by their unmistakable markers, and say so.
   ChatTemplate t(ChatTemplateFamily::ChatML);
   t.exact_ = false;
-  if (has(src, "render_content") && has(src, "<|vision_start|><|image_pad|><|vision_end|>") &&
+  if (has(src, "<|tool_list_start|>") && has(src, "<|tool_list_end|>") && has(src, "<|im_start|>") &&
+      has(src, "<|tool_response_start|>")) {
+    // llama.cpp's test for its LFM2 handler (common/chat.cpp) is the tool-list tokens.
+    t.family_ = ChatTemplateFamily::LFM2;
+  } else if (has(src, "<|start_of_role|>") && has(src, "<|end_of_role|>") && has(src, "<|end_of_text|>") &&
+             has(src, "<tool_response>") && has(src, "<tool_call>")) {
+    t.family_ = ChatTemplateFamily::Granite4;
+  } else if (has(src, "render_content") && has(src, "<|vision_start|><|image_pad|><|vision_end|>") &&
       has(src, "<function=") && has(src, "<parameter=") && has(src, "last_query_index")) {
     t.family_ = ChatTemplateFamily::Qwen35;
   } else if (has(src, "<tool_call>") && has(src, "last_query_index") && has(src, "reasoning_content") &&
@@ -405,12 +634,32 @@ ChatTemplate ChatTemplate::from_gguf_template(const std::string& src) {
     std::string head = src.substr(0, 120);
     std::replace(head.begin(), head.end(), '\n', ' ');
     fail("unrecognized chat template (" + std::to_string(src.size()) + " bytes, starting \"" + head +
-         "...\"); Tandem renders the ChatML, Qwen3 and Qwen3.5 template families natively and does not guess "
-         "others");
+         "...\"); Tandem renders the ChatML, Qwen3, Qwen3.5, LFM2 and Granite-4.0 template families natively and "
+         "does not guess others");
   }
   t.note_ = std::string("chat template is not byte-identical to a tested ") + chat_template_family_name(t.family_) +
             " template; rendering it as that family (check the output if the model's template was customized)";
   return t;
+}
+
+const ChatFamilyTokenizer& chat_family_tokenizer(ChatTemplateFamily f) {
+  static const ChatFamilyTokenizer lfm2{
+      "lfm2",
+      {"<|pad|>", "<|startoftext|>", "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|tool_list_start|>",
+       "<|tool_list_end|>", "<|tool_call_start|>", "<|tool_call_end|>", "<|tool_response_start|>",
+       "<|tool_response_end|>"},
+      "<|startoftext|>", "<|im_end|>", "<|pad|>", true, kTandemLfm2Template};
+  static const ChatFamilyTokenizer granite{
+      "dbrx",
+      {"<|pad|>", "<|end_of_text|>", "<|start_of_role|>", "<|end_of_role|>"},
+      "<|end_of_text|>", "<|end_of_text|>", "<|pad|>", false, kTandemGraniteTemplate};
+  switch (f) {
+    case ChatTemplateFamily::LFM2: return lfm2;
+    case ChatTemplateFamily::Granite4: return granite;
+    default: break;
+  }
+  throw std::invalid_argument(std::string("chat_family_tokenizer: no generated-file tokenizer for the ") +
+                              chat_template_family_name(f) + " family");
 }
 
 ChatPrompt ChatTemplate::render(const ChatRequest& req) const {
@@ -420,6 +669,14 @@ ChatPrompt ChatTemplate::render(const ChatRequest& req) const {
     case ChatTemplateFamily::ChatML: r.chatml(); break;
     case ChatTemplateFamily::Qwen3: r.qwen3(); break;
     case ChatTemplateFamily::Qwen35: r.qwen35(); break;
+    case ChatTemplateFamily::LFM2: r.lfm2(); break;
+    case ChatTemplateFamily::Granite4: r.granite4(); break;
+  }
+  if (family_ == ChatTemplateFamily::ChatML || family_ == ChatTemplateFamily::Qwen3 ||
+      family_ == ChatTemplateFamily::Qwen35) {
+    // The user messages (tool results these templates fold into user turns are not user spans).
+    for (size_t i = 0; i < p.roles.size(); ++i)
+      if (p.roles[i] == "user") p.user_offsets.push_back(p.message_offsets[i]);
   }
   return p;
 }
@@ -505,21 +762,54 @@ ChatRequest ChatRequest::from_json(const Json& j) {
 // Tokens.
 
 int32_t ChatTokens::last_user_start() const {
-  for (size_t i = roles.size(); i-- > 0;)
-    if (roles[i] == "user") return message_starts[i];
-  return -1;
+  return user_starts.empty() ? -1 : static_cast<int32_t>(user_starts.back());
 }
 
 ChatTokens tokenize_chat(const Tokenizer& tok, const ChatPrompt& prompt) {
   ChatTokens t;
   std::vector<uint32_t> offsets;
-  tok.encode(prompt.text, t.ids, EncodeOptions{true}, &offsets);
-  t.roles = prompt.roles;
-  for (size_t off : prompt.message_offsets) {
+  // BOS (when the vocabulary adds one) is placed first without an offset of its own, so that a
+  // message at byte 0 starts after it.
+  const bool bos = tok.add_bos();
+  if (bos) t.ids.push_back(*tok.vocab().bos());
+  EncodeOptions eo;
+  eo.parse_special = true;
+  tok.encode(prompt.text, t.ids, eo, &offsets);
+  const int32_t shift = bos ? 1 : 0;
+  auto index_of = [&](size_t off) {
     const auto it = std::lower_bound(offsets.begin(), offsets.end(), static_cast<uint32_t>(off));
-    t.message_starts.push_back(static_cast<int32_t>(it - offsets.begin()));
-  }
+    return static_cast<int32_t>(it - offsets.begin()) + shift;
+  };
+  t.roles = prompt.roles;
+  for (size_t off : prompt.message_offsets) t.message_starts.push_back(index_of(off));
+  for (size_t off : prompt.user_offsets) t.user_starts.push_back(index_of(off));
   return t;
+}
+
+std::vector<int64_t> find_user_starts(const Tokenizer& tok, std::span<const int32_t> tokens,
+                                      std::string_view delimiter) {
+  std::vector<int64_t> starts;
+  if (delimiter.empty()) return starts;
+  // The delimiters begin with a special token: only positions holding it are candidates.
+  const SpecialTokenMatcher specials(tok.vocab().specials());
+  const auto lead = specials.find(delimiter, 0, true);
+  if (lead.len == 0 || lead.pos != 0) return starts;
+  const bool ends_in_tag = delimiter.back() == '>';
+  std::string head;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] != lead.id) continue;
+    head.clear();
+    for (size_t k = i; k < tokens.size() && head.size() <= delimiter.size(); ++k) {
+      if (!tok.vocab().valid_id(tokens[k])) break;
+      tok.append_token(head, tokens[k]);
+    }
+    if (head.compare(0, delimiter.size(), delimiter) != 0 || head.size() < delimiter.size()) continue;
+    if (!ends_in_tag && head.size() > delimiter.size() && head[delimiter.size()] != '\n' &&
+        head[delimiter.size()] != ' ')
+      continue;
+    starts.push_back(static_cast<int64_t>(i));
+  }
+  return starts;
 }
 
 }  // namespace tandem::text

@@ -1,4 +1,4 @@
-// Chat prompts in the ChatML format of Qwen3 / Qwen3.5, rendered natively (no Jinja engine).
+// Chat prompts of Qwen3 / Qwen3.5 (ChatML), LFM2 and Granite-4.0, rendered natively (no Jinja engine).
 //
 // The GGUF's tokenizer.chat_template is *recognized*, not interpreted: its text is compared with
 // the templates Tandem reproduces (whitespace-insensitive hash), and failing that with the marker
@@ -9,17 +9,37 @@
 //             tool results folded into user turns
 //   Qwen3.5 - Qwen3.5's template: content parts (text / image / video), XML-style tool calls
 //             (<function=..><parameter=..>), the generation prompt opens <think>
-// Every family: add_generation_prompt opens the assistant turn; enable_thinking = false adds the
-// empty think block "<think>\n\n</think>\n\n".
+//   LFM2    - Liquid's LFM2 template (hybrids.md A8): <|im_start|>role\ncontent<|im_end|>\n, tools
+//             as "List of tools: <|tool_list_start|>[...]<|tool_list_end|>" in the system turn, tool
+//             results in <|tool_response_start|>..<|tool_response_end|>, tool calls as
+//             <|tool_call_start|>[name(arg=value, ...)]<|tool_call_end|>. The template's leading
+//             bos_token is not rendered: the tokenizer adds BOS (the vocabulary's add_bos), as
+//             llama.cpp strips it and tokenizes with add_special.
+//   Granite-4.0 - IBM's Granite 4.0 template (hybrids.md B7): <|start_of_role|>role<|end_of_role|>
+//             content<|end_of_text|>\n, a default system prompt when there is none, tools in
+//             <tools></tools>, <tool_call> JSON, tool results as one user turn per run of tool
+//             messages.
+// ChatML / Qwen families: add_generation_prompt opens the assistant turn; enable_thinking = false
+// adds the empty think block "<think>\n\n</think>\n\n". LFM2 and Granite-4.0 have no thinking
+// switch (their templates do not read enable_thinking; it is ignored).
 //
-// Rendering also records where each message starts, and tokenize_chat() turns that into token
-// indices (the serving layer keeps checkpoints at the last user message).
+// Rendering also records where each message starts and where each *user span* starts: the places
+// llama.cpp's server cuts a prompt batch (and checkpoints) under the stock policy. They come from
+// the family's message delimiter, decided here once per template (user_delimiter()):
+//   ChatML / Qwen3 / Qwen3.5: every message with role "user" (<|im_start|>user; tool results folded
+//             into user turns are not user spans)
+//   LFM2:     none (llama.cpp's LFM2 chat handler sets no delimiters: tail checkpoints only)
+//   Granite-4.0: every <|start_of_role|>user<|end_of_role|>, which opens user messages and tool-result
+//             turns alike (llama.cpp's differential autoparser finds USER = that string)
+// tokenize_chat() turns both into token indices.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -73,10 +93,14 @@ struct ChatPrompt {
   std::string text;
   std::vector<size_t> message_offsets;  // byte offset where each message's rendering starts
   std::vector<std::string> roles;
+  std::vector<size_t> user_offsets;     // byte offset of each user span (see above), ascending
 };
 
-enum class ChatTemplateFamily { ChatML, Qwen3, Qwen35 };
+enum class ChatTemplateFamily { ChatML, Qwen3, Qwen35, LFM2, Granite4 };
+// "chatml", "qwen3", "qwen3.5", "lfm2", "granite-4.0"
 const char* chat_template_family_name(ChatTemplateFamily f);
+// The text that opens a user span in a rendered prompt of this family ("" for LFM2: none).
+const char* chat_template_user_delimiter(ChatTemplateFamily f);
 
 class ChatTemplate {
  public:
@@ -86,6 +110,8 @@ class ChatTemplate {
   static ChatTemplate from_gguf_template(const std::string& source);
 
   ChatTemplateFamily family() const { return family_; }
+  // The stock policy's message delimiter for this template (chat_template_user_delimiter()).
+  std::string_view user_delimiter() const { return chat_template_user_delimiter(family_); }
   // True when the source was one of the exact templates Tandem is tested against; false when it
   // was recognized by its markers only (note() then says so, for a warning).
   bool exact() const { return exact_; }
@@ -105,14 +131,45 @@ struct ChatTokens {
   std::vector<int32_t> ids;
   std::vector<int32_t> message_starts;  // token index where each message starts
   std::vector<std::string> roles;
-  // Token index of the last user message (-1 if none).
+  // Token index of each user span (ChatPrompt::user_offsets): serve::Prompt::user_starts.
+  std::vector<int64_t> user_starts;
+  // Token index of the last user span (-1 if none).
   int32_t last_user_start() const;
 };
 
-// Tokenizes a rendered prompt with special tokens on. A message start is the first token that
-// begins at or after the message's first byte (messages start at <|im_start|> or next to another
-// special token, so that is exact for these templates).
+// Tokenizes a rendered prompt with special tokens on, with BOS first when the vocabulary adds one
+// (EncodeOptions::add_special). A message start is the first token that begins at or after the
+// message's first byte (messages start at a special token or next to one, so that is exact for
+// these templates).
 ChatTokens tokenize_chat(const Tokenizer& tok, const ChatPrompt& prompt);
+
+// User spans in a token sequence (raw prompts, or prompts with images, that were not rendered
+// here): the index of every token where `delimiter` (chat_template_user_delimiter()) begins in the
+// detokenized text at a token boundary. A delimiter that does not end in a special token's '>'
+// must be followed by the end, '\n' or ' ' (so "<|im_start|>user" does not match
+// "<|im_start|>username"). An empty delimiter finds nothing.
+std::vector<int64_t> find_user_starts(const Tokenizer& tok, std::span<const int32_t> tokens,
+                                      std::string_view delimiter);
+
+// What a generated GGUF of a family carries in its tokenizer keys (tandem-gen-model, the lfm2 /
+// granitehybrid generators): the pre-tokenizer, the control tokens the template and the tokenizer
+// use (append them, in this order, after the byte-level vocabulary), the texts of the special ids,
+// tokenizer.ggml.add_bos_token, and a chat template of Tandem's own (in tokenizer.chat_template)
+// that renders like the family's published template for string contents, tools, tool calls and tool
+// results, which both Tandem (recognized as exact) and llama.cpp's Jinja engine render, and
+// which llama.cpp routes as it does the real one (LFM2: its LFM2 handler, by the tool-list tokens;
+// Granite: the autoparser, delimiter <|start_of_role|>user<|end_of_role|>).
+struct ChatFamilyTokenizer {
+  std::string pre;                          // tokenizer.ggml.pre
+  std::vector<std::string> control_tokens;  // token_type 3 (CONTROL)
+  std::string bos, eos, pad;                // texts of bos_token_id / eos_token_id / padding_token_id
+  bool add_bos_token = false;               // tokenizer.ggml.add_bos_token
+  std::string chat_template;                // tokenizer.chat_template
+};
+// LFM2 (pre lfm2, BOS <|startoftext|> added, EOS <|im_end|>, PAD <|pad|>) and Granite4 (pre dbrx,
+// BOS = EOS = <|end_of_text|>, PAD <|pad|>, no BOS added). Throws std::invalid_argument for the
+// other families (tandem-gen-model's Qwen vocabulary has its own, model/qwen35_generator.h).
+const ChatFamilyTokenizer& chat_family_tokenizer(ChatTemplateFamily f);
 
 // Jinja's tojson as the reference renders it: ", " and ": " separators, non-ASCII unescaped.
 std::string to_json_text(const Json& j);

@@ -4,16 +4,28 @@
 
 namespace tandem::text {
 
-bool pre_tokenizer_from_name(std::string_view name, PreTokenizerKind& out) {
+bool pre_tokenizer_rules(std::string_view name, PreTokenizerRules& out) {
   if (name == "qwen2") {
-    out = PreTokenizerKind::Qwen2;
-    return true;
+    out = {PreTokenizerKind::Qwen2, false, false};
+  } else if (name == "qwen35") {
+    out = {PreTokenizerKind::Qwen35, false, false};
+  } else if (name == "llama3" || name == "llama-v3" || name == "llama-bpe" || name == "lfm2") {
+    out = {PreTokenizerKind::Llama3, true, true};
+  } else if (name == "dbrx") {
+    out = {PreTokenizerKind::Llama3, false, false};
+  } else {
+    return false;
   }
-  if (name == "qwen35") {
-    out = PreTokenizerKind::Qwen35;
-    return true;
-  }
-  return false;
+  return true;
+}
+
+const char* supported_pre_tokenizer_names() { return "qwen2, qwen35, llama3, llama-v3, llama-bpe, lfm2, dbrx"; }
+
+bool pre_tokenizer_from_name(std::string_view name, PreTokenizerKind& out) {
+  PreTokenizerRules r;
+  if (!pre_tokenizer_rules(name, r)) return false;
+  out = r.kind;
+  return true;
 }
 
 namespace {
@@ -71,8 +83,12 @@ void pre_tokenize(PreTokenizerKind kind, std::span<const uint32_t> cps,
         end = j;
       }
     }
-    // 3. \p{N}: exactly one digit/number
-    if (end == i && (f & kNumber)) end = i + 1;
+    // 3. \p{N}: exactly one digit/number (llama3: \p{N}{1,3}, greedy)
+    if (end == i && (f & kNumber)) {
+      end = i + 1;
+      if (kind == PreTokenizerKind::Llama3)
+        while (end < n && end - i < 3 && (flags(end) & kNumber)) ++end;
+    }
     // 4. ' '?OTHER+[\r\n]*
     if (end == i) {
       size_t j = i;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "gguf/gguf_file.h"
@@ -17,7 +18,8 @@ struct VocabImage {
   std::unique_ptr<GgufFile> file;
 };
 
-inline std::unique_ptr<VocabImage> vocab_image(const Qwen35Vocab& v) {
+// add_bos: write tokenizer.ggml.add_bos_token (unset: the key is absent, the pre-tokenizer decides).
+inline std::unique_ptr<VocabImage> vocab_image(const Qwen35Vocab& v, std::optional<bool> add_bos = std::nullopt) {
   GgufWriter w;
   w.set_string("general.architecture", "qwen35");
   w.set_string("tokenizer.ggml.model", "gpt2");
@@ -25,7 +27,9 @@ inline std::unique_ptr<VocabImage> vocab_image(const Qwen35Vocab& v) {
   w.set_array_string("tokenizer.ggml.tokens", v.tokens);
   w.set_array_i32("tokenizer.ggml.token_type", v.token_types);
   w.set_array_string("tokenizer.ggml.merges", v.merges);
+  if (v.bos_id) w.set_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(*v.bos_id));
   if (v.eos_id) w.set_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(*v.eos_id));
+  if (add_bos) w.set_bool("tokenizer.ggml.add_bos_token", *add_bos);
   if (!v.chat_template.empty()) w.set_string("tokenizer.chat_template", v.chat_template);
   auto img = std::make_unique<VocabImage>();
   img->bytes = w.to_bytes();

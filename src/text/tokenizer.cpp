@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "text/byte_level.h"
 #include "text/normalizer.h"
 #include "text/pre_tokenizer.h"
 #include "text/utf8.h"
@@ -34,6 +35,10 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, EncodeOptions opt)
 
 void Tokenizer::encode(std::string_view text, std::vector<int32_t>& out, EncodeOptions opt,
                        std::vector<uint32_t>* offsets) const {
+  if (opt.add_special && vocab_.add_bos()) {
+    out.push_back(*vocab_.bos());
+    if (offsets) offsets->push_back(0);
+  }
   size_t pos = 0;
   while (pos < text.size()) {
     const auto m = specials_.find(text, pos, opt.parse_special);
@@ -73,7 +78,16 @@ void Tokenizer::encode_section(std::string_view section, size_t base, std::vecto
       if (offsets && !normalized) byte_cp.resize(piece_bytes.size(), k);
     }
     const size_t first = out.size();
-    vocab_.merges().encode(piece_bytes, out);
+    if (vocab_.ignore_merges()) {
+      // The piece's byte-level spelling as a whole vocabulary entry, if there is one.
+      thread_local std::string spelled;
+      spelled.clear();
+      for (unsigned char ch : piece_bytes) spelled += byte_token_strings()[ch];
+      if (const auto id = vocab_.find(spelled)) out.push_back(*id);
+      else vocab_.merges().encode(piece_bytes, out);
+    } else {
+      vocab_.merges().encode(piece_bytes, out);
+    }
     if (offsets) {
       size_t at = 0;  // byte position inside the piece
       for (size_t t = first; t < out.size(); ++t) {

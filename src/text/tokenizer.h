@@ -1,7 +1,9 @@
 // Text <-> token ids for a qwen35 GGUF: the pipeline of the Hugging Face tokenizer it was made from.
 //
-//   encode: special tokens split out first -> per section: UTF-8 decode (U+FFFD for broken bytes)
-//           -> NFC -> pre-tokenizer split (pre_tokenizer.h) -> bytes -> BPE merges (bpe.h)
+//   encode: [BOS when asked and the vocabulary adds one] special tokens split out first -> per
+//           section: UTF-8 decode (U+FFFD for broken bytes) -> NFC -> pre-tokenizer split
+//           (pre_tokenizer.h) -> bytes -> the piece's own token if ignore_merges and it has one,
+//           else BPE merges (bpe.h)
 //   decode: each id's bytes concatenated (byte-level alphabet undone); StreamDecoder for output
 //           that arrives token by token.
 //
@@ -31,6 +33,10 @@ struct EncodeOptions {
   // Recognize control tokens (<|im_start|> ...) in the text. User-defined tokens (<think>) are
   // always recognized.
   bool parse_special = true;
+  // Prepend the BOS token when the vocabulary adds one (Vocabulary::add_bos(): LFM2 files yes,
+  // Qwen and Granite files no), as llama.cpp's add_special. Off by default: callers that build a
+  // whole prompt ask for it (tokenize_chat() does).
+  bool add_special = false;
 };
 
 class Tokenizer {
@@ -41,11 +47,13 @@ class Tokenizer {
 
   const Vocabulary& vocab() const { return vocab_; }
   int32_t n_vocab() const { return vocab_.size(); }
+  // True when prompts start with vocab().bos() (see Vocabulary::add_bos()).
+  bool add_bos() const { return vocab_.add_bos(); }
 
   std::vector<int32_t> encode(std::string_view text, EncodeOptions opt = {}) const;
   // Appends ids to out. With offsets, appends for each id the byte offset in text where it starts
   // (exact for special tokens and unnormalized sections; tokens of a section NFC changed all get
-  // the section's start).
+  // the section's start; an added BOS gets 0).
   void encode(std::string_view text, std::vector<int32_t>& out, EncodeOptions opt = {},
               std::vector<uint32_t>* offsets = nullptr) const;
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <random>
 
 #include "text/test_vocab.h"
@@ -125,11 +126,94 @@ TEST(Tokenizer, BadIdsAndMissingVocabularyAreErrors) {
   }
 
   Qwen35Vocab v = builtin_qwen35_vocab();
-  v.pre = "llama3";
-  EXPECT_THROW(Tokenizer::from_gguf(*vocab_image(v)->file), TokenizerError);
+  v.pre = "gpt-4o";
+  try {
+    Tokenizer::from_gguf(*vocab_image(v)->file);
+    FAIL();
+  } catch (const TokenizerError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("tokenizer.ggml.pre is 'gpt-4o'"), std::string::npos) << what;
+    for (const char* name : {"qwen2", "qwen35", "llama3", "llama-bpe", "lfm2", "dbrx"})
+      EXPECT_NE(what.find(name), std::string::npos) << what;
+  }
   v = builtin_qwen35_vocab();
   v.tokens[32] = "not-the-byte";  // byte token for 'A' (0x41) missing
   EXPECT_THROW(Tokenizer::from_gguf(*vocab_image(v)->file), TokenizerError);
+}
+
+// A vocabulary whose "xyz" and "Ġxyz" are tokens no merge reaches.
+Qwen35Vocab vocab_with_unmerged_words(const std::string& pre) {
+  Qwen35Vocab v = builtin_qwen35_vocab();
+  v.pre = pre;
+  for (const char* t : {"xyz", "\xC4\xA0xyz"}) {
+    v.tokens.push_back(t);
+    v.token_types.push_back(1);
+  }
+  return v;
+}
+
+TEST(Tokenizer, IgnoreMergesEmitsWholePiecesThatAreTokens) {
+  const auto lfm2 = Tokenizer::from_gguf(*vocab_image(vocab_with_unmerged_words("lfm2"))->file);
+  const auto dbrx = Tokenizer::from_gguf(*vocab_image(vocab_with_unmerged_words("dbrx"))->file);
+  const int32_t xyz = *lfm2->vocab().find("xyz"), sp_xyz = *lfm2->vocab().find("\xC4\xA0xyz");
+  EXPECT_TRUE(lfm2->vocab().ignore_merges());
+  EXPECT_FALSE(dbrx->vocab().ignore_merges());
+  EXPECT_EQ(lfm2->encode("xyz xyz"), (std::vector<int32_t>{xyz, sp_xyz}));
+  // dbrx runs the merges: no merge builds "xyz", so it stays three byte tokens (twice).
+  const auto merged = dbrx->encode("xyz xyz");
+  EXPECT_GT(merged.size(), 2u);
+  EXPECT_EQ(dbrx->decode(merged), "xyz xyz");
+  // Pieces that are not whole tokens still merge, identically under both.
+  EXPECT_EQ(lfm2->encode("xyzw the"), dbrx->encode("xyzw the"));
+  // Offsets stay exact for the whole-piece tokens.
+  std::vector<int32_t> ids;
+  std::vector<uint32_t> offs;
+  lfm2->encode("a xyz", ids, {}, &offs);
+  ASSERT_EQ(ids.back(), sp_xyz);
+  EXPECT_EQ(offs.back(), 1u);
+}
+
+TEST(Tokenizer, BosRules) {
+  const int32_t eot = *builtin_qwen35_vocab().find("<|endoftext|>");  // the built-in vocabulary's bos
+  auto make = [](const std::string& pre, std::optional<bool> key) {
+    return Tokenizer::from_gguf(*vocab_image(vocab_with_unmerged_words(pre), key)->file);
+  };
+  // lfm2 (and the llama3 family) add BOS unless the file says otherwise; dbrx and qwen only when it says so.
+  EXPECT_TRUE(make("lfm2", std::nullopt)->add_bos());
+  EXPECT_TRUE(make("llama-bpe", std::nullopt)->add_bos());
+  EXPECT_FALSE(make("lfm2", false)->add_bos());
+  EXPECT_FALSE(make("dbrx", std::nullopt)->add_bos());
+  EXPECT_TRUE(make("dbrx", true)->add_bos());
+  EXPECT_FALSE(make("qwen2", std::nullopt)->add_bos());
+  EXPECT_FALSE(make("qwen2", false)->add_bos());
+
+  const auto lfm2 = make("lfm2", std::nullopt);
+  EncodeOptions with_bos;
+  with_bos.add_special = true;
+  const auto ids = lfm2->encode("xyz", with_bos);
+  EXPECT_EQ(ids, (std::vector<int32_t>{eot, *lfm2->vocab().find("xyz")}));
+  EXPECT_EQ(lfm2->encode("xyz").size(), 1u);                       // add_special is off by default
+  EXPECT_NE(make("dbrx", std::nullopt)->encode("xyz", with_bos).front(), eot);
+
+  // A tokenizer that must add BOS needs its id.
+  Qwen35Vocab v = vocab_with_unmerged_words("lfm2");
+  v.bos_id.reset();
+  try {
+    Tokenizer::from_gguf(*vocab_image(v)->file);
+    FAIL();
+  } catch (const TokenizerError& e) {
+    EXPECT_NE(std::string(e.what()).find("bos_token_id"), std::string::npos) << e.what();
+  }
+  v.pre = "dbrx";
+  EXPECT_NO_THROW(Tokenizer::from_gguf(*vocab_image(v)->file));
+}
+
+TEST(Tokenizer, GraniteEndOfTextIsEndOfGeneration) {
+  Qwen35Vocab v = vocab_with_unmerged_words("dbrx");
+  v.tokens.push_back("<|end_of_text|>");
+  v.token_types.push_back(3);
+  const auto tok = Tokenizer::from_gguf(*vocab_image(v)->file);
+  EXPECT_TRUE(tok->vocab().is_eog(*tok->vocab().find("<|end_of_text|>")));
 }
 
 }  // namespace

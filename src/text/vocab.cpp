@@ -35,8 +35,13 @@ Vocabulary Vocabulary::from_gguf(const GgufFile& f) {
     if (*model != "gpt2")
       throw fail("tokenizer.ggml.model is '" + *model + "'; Tandem implements byte-level BPE ('gpt2') only");
     v.pre_name_ = f.get_string("tokenizer.ggml.pre").value_or("default");
-    if (!pre_tokenizer_from_name(v.pre_name_, v.pre_))
-      throw fail("tokenizer.ggml.pre is '" + v.pre_name_ + "'; supported pre-tokenizers: qwen2, qwen35");
+    PreTokenizerRules rules;
+    if (!pre_tokenizer_rules(v.pre_name_, rules))
+      throw fail("tokenizer.ggml.pre is '" + v.pre_name_ + "'; supported pre-tokenizers: " +
+                 supported_pre_tokenizer_names());
+    v.pre_ = rules.kind;
+    v.ignore_merges_ = rules.ignore_merges;
+    v.add_bos_ = rules.add_bos;
 
     const auto* tokens = f.get_string_array("tokenizer.ggml.tokens");
     if (!tokens || tokens->empty()) throw fail("key tokenizer.ggml.tokens is missing or empty");
@@ -121,8 +126,13 @@ Vocabulary Vocabulary::from_gguf(const GgufFile& f) {
     v.bos_ = opt_id("tokenizer.ggml.bos_token_id");
     v.eos_ = opt_id("tokenizer.ggml.eos_token_id");
     v.pad_ = opt_id("tokenizer.ggml.padding_token_id");
+    // The pre-tokenizer's default, overridden by the file's key when present (llama.cpp's order).
+    if (const auto add = f.get_bool("tokenizer.ggml.add_bos_token")) v.add_bos_ = *add;
+    if (v.add_bos_ && !v.bos_)
+      throw fail("the tokenizer adds a BOS token (tokenizer.ggml.pre '" + v.pre_name_ +
+                 "' or tokenizer.ggml.add_bos_token) but tokenizer.ggml.bos_token_id is missing");
     if (v.eos_) v.eog_.push_back(*v.eos_);
-    for (const char* t : {"<|im_end|>", "<|endoftext|>"}) {
+    for (const char* t : {"<|im_end|>", "<|endoftext|>", "<|end_of_text|>"}) {
       const auto id = v.find(t);
       if (id && std::find(v.eog_.begin(), v.eog_.end(), *id) == v.eog_.end()) v.eog_.push_back(*id);
     }

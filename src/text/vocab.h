@@ -54,6 +54,11 @@ class Vocabulary {
   std::optional<int32_t> find(std::string_view text) const;
 
   PreTokenizerKind pre() const { return pre_; }
+  // A pre-token that is itself a vocabulary entry is emitted directly (pre_tokenizer.h).
+  bool ignore_merges() const { return ignore_merges_; }
+  // Prompts start with bos() (tokenizer.ggml.add_bos_token, else the pre-tokenizer's default);
+  // when true, bos() is set.
+  bool add_bos() const { return add_bos_; }
   const std::string& pre_name() const { return pre_name_; }
   const BpeMerges& merges() const { return merges_; }
   const std::vector<SpecialToken>& specials() const { return specials_; }
@@ -61,8 +66,8 @@ class Vocabulary {
   std::optional<int32_t> bos() const { return bos_; }
   std::optional<int32_t> eos() const { return eos_; }
   std::optional<int32_t> pad() const { return pad_; }
-  // End-of-generation: eos plus the end-of-turn tokens of the Qwen family that exist in the vocab
-  // (<|im_end|>, <|endoftext|>), as llama.cpp's EOG set.
+  // End-of-generation: eos plus the end-of-turn tokens that exist in the vocab (<|im_end|>,
+  // <|endoftext|>, Granite's <|end_of_text|>), as llama.cpp's EOG set.
   bool is_eog(int32_t id) const;
   const std::vector<int32_t>& eog_ids() const { return eog_; }
 
@@ -79,6 +84,8 @@ class Vocabulary {
   BpeMerges merges_;
   std::vector<SpecialToken> specials_;
   PreTokenizerKind pre_ = PreTokenizerKind::Qwen2;
+  bool ignore_merges_ = false;
+  bool add_bos_ = false;
   std::string pre_name_;
   std::optional<int32_t> bos_, eos_, pad_;
   std::vector<int32_t> eog_;

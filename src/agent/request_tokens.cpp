@@ -213,7 +213,7 @@ RequestTokens tokenize_request(const text::Tokenizer& tok, const text::ChatTempl
     RequestTokens out;
     serve::flatten_prompt(vision::tokenize_multimodal(tok, rendered, files.size(), mo), images, out.ids);
     for (const auto& im : images) out.images.push_back(im.chunk);
-    out.user_starts = http::find_user_starts(tok, out.ids);
+    out.user_starts = http::find_user_starts(tok, out.ids, &tmpl);
     return out;
   }
   text::ChatRequest req = text::ChatRequest::from_json(body);
@@ -226,8 +226,7 @@ RequestTokens tokenize_request(const text::Tokenizer& tok, const text::ChatTempl
   const text::ChatTokens ct = text::tokenize_chat(tok, tmpl.render(req));
   RequestTokens out;
   out.ids = ct.ids;
-  for (size_t i = 0; i < ct.roles.size(); ++i)
-    if (ct.roles[i] == "user") out.user_starts.push_back(ct.message_starts[i]);
+  out.user_starts = ct.user_starts;  // the template family's user spans
   return out;
 }
 

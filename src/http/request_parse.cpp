@@ -144,7 +144,7 @@ Json inline_image_parts(const Json& msgs, const std::string& marker, std::vector
 
 }  // namespace
 
-std::vector<int32_t> tokens_of(const Json& v, const text::Tokenizer& tok, const char* what) {
+std::vector<int32_t> tokens_of(const Json& v, const text::Tokenizer& tok, const char* what, bool add_special) {
   std::vector<int32_t> ids;
   const int32_t n_vocab = tok.n_vocab();
   const auto add_id = [&](const Json& e, size_t i) {
@@ -159,11 +159,15 @@ std::vector<int32_t> tokens_of(const Json& v, const text::Tokenizer& tok, const 
                         what);
     ids.push_back(static_cast<int32_t>(id));
   };
+  // add_special as llama.cpp's tokenize_mixed: BOS (when the vocabulary adds one) only before a
+  // string that comes first.
+  text::EncodeOptions first;
+  first.add_special = add_special;
   if (v.is_string()) {
-    tok.encode(v.get_ref<const std::string&>(), ids);
+    tok.encode(v.get_ref<const std::string&>(), ids, first);
   } else if (v.is_array()) {
     for (size_t i = 0; i < v.size(); ++i) {
-      if (v[i].is_string()) tok.encode(v[i].get_ref<const std::string&>(), ids);
+      if (v[i].is_string()) tok.encode(v[i].get_ref<const std::string&>(), ids, i == 0 ? first : text::EncodeOptions{});
       else add_id(v[i], i);
     }
   } else {
@@ -172,18 +176,11 @@ std::vector<int32_t> tokens_of(const Json& v, const text::Tokenizer& tok, const 
   return ids;
 }
 
-std::vector<int64_t> find_user_starts(const text::Tokenizer& tok, std::span<const int32_t> tokens) {
-  std::vector<int64_t> starts;
-  const auto im_start = tok.vocab().find("<|im_start|>");
-  if (!im_start) return starts;
-  for (size_t i = 0; i + 1 < tokens.size(); ++i) {
-    if (tokens[i] != *im_start) continue;
-    std::string head;  // the role: the bytes after <|im_start|>, a few tokens are enough for "user"
-    for (size_t k = i + 1; k < tokens.size() && head.size() < 5 && tokens[k] >= 0; ++k) tok.append_token(head, tokens[k]);
-    if (head.rfind("user", 0) == 0 && (head.size() == 4 || head[4] == '\n' || head[4] == ' '))
-      starts.push_back(static_cast<int64_t>(i));
-  }
-  return starts;
+std::vector<int64_t> find_user_starts(const text::Tokenizer& tok, std::span<const int32_t> tokens,
+                                      const text::ChatTemplate* tmpl) {
+  const std::string_view delimiter =
+      tmpl ? tmpl->user_delimiter() : text::chat_template_user_delimiter(text::ChatTemplateFamily::ChatML);
+  return text::find_user_starts(tok, tokens, delimiter);
 }
 
 ParsedRequest parse_completion_request(const Json& b, const ParseContext& ctx) {
@@ -216,9 +213,9 @@ ParsedRequest parse_completion_request(const Json& b, const ParseContext& ctx) {
     build_image_prompt(*ctx.engine, text->get_ref<const std::string&>(), ctx.media_marker, files, parse_image_budget(b),
                        "multimodal_data", out.engine);
   } else {
-    out.engine.prompt = tokens_of(*text, *ctx.tok, "prompt");
+    out.engine.prompt = tokens_of(*text, *ctx.tok, "prompt", /*add_special=*/true);
     if (out.engine.prompt.empty()) throw bad_request("'prompt' is empty", "prompt");
-    out.engine.user_starts = find_user_starts(*ctx.tok, out.engine.prompt);
+    out.engine.user_starts = find_user_starts(*ctx.tok, out.engine.prompt, ctx.tmpl);
   }
   parse_common(b, ctx, out.engine.params);
   if (auto v = opt_int(b, "n_predict", -1, ctx.n_ctx)) out.engine.params.n_predict = *v;
@@ -263,8 +260,7 @@ ParsedRequest parse_chat_request(const Json& b, const ParseContext& ctx) {
   }
   if (files.empty()) {
     out.engine.prompt = std::move(ct.ids);
-    for (size_t i = 0; i < ct.message_starts.size() && i < ct.roles.size(); ++i)
-      if (ct.roles[i] == "user") out.engine.user_starts.push_back(ct.message_starts[i]);
+    out.engine.user_starts = std::move(ct.user_starts);  // the template family's user spans
   }
 
   parse_common(b, ctx, out.engine.params);

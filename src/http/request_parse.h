@@ -49,12 +49,16 @@ ParsedRequest parse_completion_request(const Json& body, const ParseContext& ctx
 // id_slot, grammar, json_schema, ...).
 ParsedRequest parse_chat_request(const Json& body, const ParseContext& ctx);
 
-// Positions where `<|im_start|>user` begins in a token sequence (raw prompts: the stock policy's
-// last-user-message cut needs them as the chat path gets them from the template).
-std::vector<int64_t> find_user_starts(const text::Tokenizer& tok, std::span<const int32_t> tokens);
+// Positions where the template's user delimiter begins in a token sequence (raw prompts: the stock
+// policy's last-user-message cut needs them as the chat path gets them from the template).
+// tmpl null: the ChatML delimiter <|im_start|>user. See text::find_user_starts.
+std::vector<int64_t> find_user_starts(const text::Tokenizer& tok, std::span<const int32_t> tokens,
+                                      const text::ChatTemplate* tmpl = nullptr);
 
 // Token ids of a JSON value: a string (tokenized, control tokens recognized), an array of ids, or
 // an array mixing both. `what` names the field in errors.
-std::vector<int32_t> tokens_of(const Json& v, const text::Tokenizer& tok, const char* what);
+// add_special: BOS first when the vocabulary adds one (text::EncodeOptions::add_special; the
+// completion prompt, as llama.cpp's server).
+std::vector<int32_t> tokens_of(const Json& v, const text::Tokenizer& tok, const char* what, bool add_special = false);
 
 }  // namespace tandem::http

@@ -11,6 +11,7 @@
 #include "gguf/gguf_writer.h"
 #include "model/seeded_random.h"
 #include "model/tensor_encoder.h"
+#include "text/chat_template.h"
 
 namespace tandem {
 
@@ -128,7 +129,22 @@ GenStats generate_hybrid_model(const HybridGenOptions& opt, const std::string& p
   s.validate();
   const auto ft = qwen35_ftype_from_name(opt.ftype);
   if (!ft) throw std::invalid_argument("unknown type '" + opt.ftype + "'");
+  // The built-in byte-level vocabulary with the family's control tokens, ids, pre-tokenizer and
+  // chat template (text::chat_family_tokenizer: what real LFM2 / Granite-4.0 files carry), so that
+  // the stock policy's user spans are the family's (LFM2: none; Granite: user and tool turns).
   Qwen35Vocab vocab = builtin_qwen35_vocab();
+  const text::ChatFamilyTokenizer& fam =
+      text::chat_family_tokenizer(s.arch == "lfm2" ? text::ChatTemplateFamily::LFM2 : text::ChatTemplateFamily::Granite4);
+  for (const std::string& t : fam.control_tokens)
+    if (!vocab.find(t)) {
+      vocab.tokens.push_back(t);
+      vocab.token_types.push_back(3);  // CONTROL
+    }
+  vocab.pre = fam.pre;
+  vocab.bos_id = vocab.find(fam.bos);
+  vocab.eos_id = vocab.find(fam.eos);
+  vocab.pad_id = vocab.find(fam.pad);
+  vocab.chat_template = fam.chat_template;
   if (s.n_vocab == 0) s.n_vocab = vocab.size();
   if (s.n_vocab < vocab.size())
     throw std::invalid_argument("vocab size " + std::to_string(s.n_vocab) + " is smaller than the built-in " +
@@ -261,7 +277,7 @@ GenStats generate_hybrid_model(const HybridGenOptions& opt, const std::string& p
   if (vocab.bos_id) w.set_u32("tokenizer.ggml.bos_token_id", u32(*vocab.bos_id));
   if (vocab.eos_id) w.set_u32("tokenizer.ggml.eos_token_id", u32(*vocab.eos_id));
   if (vocab.pad_id) w.set_u32("tokenizer.ggml.padding_token_id", u32(*vocab.pad_id));
-  w.set_bool("tokenizer.ggml.add_bos_token", false);
+  w.set_bool("tokenizer.ggml.add_bos_token", fam.add_bos_token);
   if (!vocab.chat_template.empty()) w.set_string("tokenizer.chat_template", vocab.chat_template);
   if (ft->quantized) w.set_u32("general.quantization_version", 2);
   w.set_u32("general.file_type", ft->llama_ftype);

@@ -28,7 +28,7 @@ inline std::string ensure_tiny_model(const std::string& ftype, bool mtp = true) 
 
 // The same for the other hybrids' test presets (model/hybrid_generator.h: "lfm2-tiny",
 // "granite-tiny"), seed 42: TANDEM_BINARY_DIR/test-models/<preset>-v<version>-<ftype>.gguf.
-constexpr int kHybridTestModelVersion = 1;
+constexpr int kHybridTestModelVersion = 2;
 std::string ensure_hybrid_model(const std::string& preset, const std::string& ftype);
 
 }  // namespace tandem

@@ -189,7 +189,7 @@ TEST(SsmScan, PerTokenMatchesFloat64Oracle) {
   std::printf("per token vs float64 oracle: worst relative difference %.3g\n", worst);
 }
 
-// The chunked form on every tier (chunks of 64, 16 and 50: the last pads its matrices) against
+// The chunked form on every tier (chunks of 64, 32, 16 and 50: the last pads its matrices) against
 // the oracle and against the per-token scan, T not a multiple of the chunk.
 TEST(SsmScan, ChunkedMatchesPerTokenScan) {
   uint32_t seed = 200;
@@ -201,7 +201,7 @@ TEST(SsmScan, ChunkedMatchesPerTokenScan) {
       oracle(c, So, yo);
       std::vector<float> ypt(c.y_floats()), Spt = c.state0;
       ssm_scan_ref(c.input(ypt.data()), Spt.data());
-      for (int chunk : {64, 16, 50})
+      for (int chunk : {64, 32, 16, 50})
         for (CpuTier tier : tiers()) {
           std::vector<float> y(c.y_floats()), S = c.state0;
           ssm_scan_chunked(tier, c.input(y.data()), S.data(), chunk);

@@ -50,8 +50,11 @@ void ssm_scan_ref(const SsmScanInput& in, float* state);
 void ssm_scan_chunked(CpuTier tier, const SsmScanInput& in, float* state, int chunk = 64);
 void ssm_scan_chunked_ref(const SsmScanInput& in, float* state, int chunk = 64);  // scalar, double intermediates
 // Whether a batch of in.T tokens is faster by ssm_scan_chunked than by ssm_scan on this tier
-// (measured: bench/ssm_scan_bench.cpp; figures in the definition).
+// (measured: bench/ssm_scan_bench.cpp; figures in the definition): AVX-512 with ds a multiple
+// of 16 and T >= 8.
 bool ssm_scan_prefers_chunked(CpuTier tier, const SsmScanInput& in);
+// Chunk: 32 and 64 measured within noise of each other (a loaded 2-core machine: 32 ahead by
+// ~10% in one run, behind in another), 128 ~25% slower; a batch shorter than the chunk is one chunk.
 
 // Mamba2's gated grouped RMSNorm: for each of T rows, v = y ⊙ silu(z); per group g of G = d/ng
 // contiguous values: v[g] = v[g] / sqrt(mean(v[g]^2) + eps) ⊙ w[g*G ..]. out may alias y (not z).

@@ -7,6 +7,8 @@
 #include "http/metrics_text.h"
 #include "http/request_parse.h"
 #include "http/server.h"
+
+#include "model/hybrid_model.h"
 #include "serve/engine.h"
 #include "serve/policy_factory.h"
 #include "serve/serving_settings.h"
@@ -147,6 +149,7 @@ void HttpServer::props_get(const httplib::Request&, httplib::Response& res) {
                       {"total_slots", c.n_parallel},
                       {"model_path", cfg_.model_path},
                       {"model", cfg_.model_names.front()},
+                      {"architecture", engine_.model().architecture()},  // qwen35, lfm2, granitehybrid
                       {"chat_template", text::chat_template_family_name(tmpl_.family())},
                       // llama.cpp's keys: which inputs the model takes, and the marker that stands
                       // for an image in a /completion prompt_string.

@@ -78,6 +78,7 @@ TEST_P(HttpHybrids, AnswersAlikeUnderPoliciesSpeculationAndAnUnload) {
     EXPECT_EQ(run_steps(s), stock);
     const Json props = Json::parse(s.client()->Get("/props")->body);
     EXPECT_EQ(props["serving"]["checkpoint_policy"], "divergence") << props.dump();
+    EXPECT_EQ(props["architecture"], m.model->architecture());
   }
   {
     serve::EngineConfig cfg = small_engine();

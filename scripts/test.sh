@@ -4,7 +4,9 @@
 #   2. Release build + every test (ctest)
 #   3. the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   4. the concurrency tests under ThreadSanitizer
-#   5. the GGUF reader fuzzer (libFuzzer, clang) for FUZZ_SECONDS (default 60), then the grammar
+#   5. Arm64: cross build, the kernel and golden-logits tests under qemu-user once per Arm tier
+#      (neon, dotprod, i8mm), and the server smoke test on every tier (scripts/arm64-tests.sh)
+#   6. the GGUF reader fuzzer (libFuzzer, clang) for FUZZ_SECONDS (default 60), then the grammar
 #      fuzzer (GBNF and JSON Schema) and the image fuzzer (decoding, preprocessing) for as long
 # Golden-data tests read ../shared/golden when present and skip visibly otherwise.
 set -euo pipefail
@@ -37,6 +39,15 @@ echo "== ThreadSanitizer: thread pool and resource governor"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTANDEM_TSAN=ON -DTANDEM_BENCH=OFF >/dev/null
 ninja -C build-tsan -j"$JOBS" tandem_runtime_tests
 TSAN_OPTIONS=halt_on_error=1 ./build-tsan/tandem_runtime_tests
+
+# Opt-in until the emulated selection fits CI's time: the whole tandem_port_tests ran > 18 min
+# under qemu on one tier on the shared 2-core machine (docs/arm64.md, "Not done").
+if [ "${TANDEM_ARM64_CI:-0}" = 1 ]; then
+  echo "== Arm64: cross build, tests under qemu per tier, server smoke test"
+  JOBS=$JOBS bash scripts/arm64-tests.sh
+else
+  echo "== Arm64: skipped (TANDEM_ARM64_CI=1 runs scripts/arm64-tests.sh)"
+fi
 
 echo "== GGUF reader fuzzing"
 bash fuzz/run_gguf_fuzz.sh "${FUZZ_SECONDS:-60}"

@@ -214,7 +214,7 @@ int main(int argc, char** argv) {
     load.n_threads = threads;
     if (!cpu_path.empty()) {
       auto t = tandem::cpu_tier_from_name(cpu_path);
-      if (!t) throw std::runtime_error("--cpu-path: expected scalar, avx2, avx512 or amx");
+      if (!t) throw std::runtime_error(std::string("--cpu-path: expected one of ") + tandem::cpu_tier_names());
       load.tier = *t;  // lowered to the machine's best by the model
     }
     const double t_load = now_ms();

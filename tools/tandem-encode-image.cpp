@@ -32,7 +32,7 @@ void usage(FILE* f) {
                "  --image-min-tokens N    llama.cpp's token budget (default 8)\n"
                "  --image-max-tokens N    (default 4096)\n"
                "  --threads N             compute threads (default: one per physical core)\n"
-               "  --cpu-path TIER         scalar, avx2, avx512, amx (default: the best this CPU has)\n");
+               "  --cpu-path TIER         scalar, avx2, avx512, amx, neon, dotprod, i8mm (default: the best this CPU has)\n");
 }
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
       else if (a == "--cpu-path") {
         const std::string n = next();
         auto t = cpu_tier_from_name(n);
-        if (!t) throw std::invalid_argument("--cpu-path: unknown tier '" + n + "' (scalar, avx2, avx512, amx)");
+        if (!t) throw std::invalid_argument("--cpu-path: unknown tier '" + n + "' (" + cpu_tier_names() + ")");
         tier = *t;
       } else throw std::invalid_argument("unknown argument '" + a + "'");
     }

@@ -58,7 +58,9 @@ int main(int argc, char** argv) {
     load.n_threads = opt.threads;
     if (!opt.cpu_path.empty()) {
       const auto tier = cpu_tier_from_name(opt.cpu_path);
-      if (!tier) throw std::invalid_argument("--cpu-path: expected scalar, avx2, avx512 or amx, got '" + opt.cpu_path + "'");
+      if (!tier)
+        throw std::invalid_argument(std::string("--cpu-path: expected one of ") + cpu_tier_names() + ", got '" +
+                                    opt.cpu_path + "'");
       load.tier = *tier;  // lowered to the machine's best by the model
     }
     auto model = load_model(opt.model_path, load);

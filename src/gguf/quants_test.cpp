@@ -134,14 +134,21 @@ TEST(Fp16, AllHalvesRoundTrip) {
   }
 }
 
-#if defined(__FLT16_MAX__) && !defined(__clang__)
-// The compiler's _Float16 conversion is IEEE round-to-nearest-even: an independent reference.
+#if defined(__aarch64__)
+using CompilerHalf = __fp16;  // GCC 12 has no _Float16 in C++ on Arm64; __fp16 is the same IEEE half
+#define TANDEM_COMPILER_HALF 1
+#elif defined(__FLT16_MAX__) && !defined(__clang__)
+using CompilerHalf = _Float16;
+#define TANDEM_COMPILER_HALF 1
+#endif
+#ifdef TANDEM_COMPILER_HALF
+// The compiler's half conversion is IEEE round-to-nearest-even: an independent reference.
 TEST(Fp16, MatchesCompilerFloat16) {
   std::mt19937 rng(7);
   for (int i = 0; i < 500000; ++i) {
     const float f = bitsf(static_cast<uint32_t>(rng()));
     if (std::isnan(f)) continue;
-    const _Float16 h = static_cast<_Float16>(f);
+    const CompilerHalf h = static_cast<CompilerHalf>(f);
     uint16_t hb;
     std::memcpy(&hb, &h, 2);
     ASSERT_EQ(fp32_to_fp16(f), hb) << std::hex << fbits(f);

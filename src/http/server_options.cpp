@@ -56,7 +56,7 @@ std::vector<FrontEndSetting> make_table() {
                   [](O& o, S, S) { o.cpu_dma_latency = true; }, [](const O& o) { return serve::on_off(o.cpu_dma_latency); }));
   t.push_back(row({"--log-requests"}, {}, "FILE", "append one JSON line per request (all serving numbers, token ids)",
                   [](O& o, S, S v) { o.log_requests = v; }));
-  t.push_back(row({"--cpu-path"}, {}, "T", "kernel tier: scalar | avx2 | avx512 | amx (default: the best available)",
+  t.push_back(row({"--cpu-path"}, {}, "T", "kernel tier: scalar | avx2 | avx512 | amx (x86-64), neon | dotprod | i8mm (Arm64) (default: the best available)",
                   [](O& o, S, S v) { o.cpu_path = v; }));
   t.push_back(row({"--json-whitespace"}, {}, "W",
                   "JSON Schema grammars: flexible (llama.cpp's optional whitespace after\n"

@@ -49,7 +49,9 @@ void to_q8_1(const float* x, BlockQ8_1* y, int64_t nb) {
 // The AVX-512 tiers run avx512::quantize_q8_K, the same bytes (activation_quant_test):
 // a Q4_K_M file quantizes every matrix input this way, once per token and matrix width.
 void to_q8_K(CpuTier tier, const float* x, BlockQ8_K* y, int64_t nb) {
-  if (tier >= CpuTier::Avx512Vnni) return avx512::quantize_q8_K(x, y, nb);
+#ifdef TANDEM_ARCH_X86
+  if (tier_has(tier, CpuTier::Avx512Vnni)) return avx512::quantize_q8_K(x, y, nb);
+#endif
   for (int64_t b = 0; b < nb; ++b, x += kQK_K) {
     float max = 0.0f, amax = 0.0f;
     for (int j = 0; j < kQK_K; ++j) {

@@ -38,7 +38,7 @@ TEST(ActivationQuant, Q8KIsTheSameOnEveryTier) {
     if (trial % 4 == 3) b[6 * kQK_K + 30] = -std::numeric_limits<float>::infinity();
     std::vector<uint8_t> ref(activation_bytes(GgmlType::Q8_K, n)), got(ref.size());
     quantize_activation(CpuTier::Scalar, GgmlType::Q8_K, x.data(), ref.data(), n);
-    for (CpuTier tier : {CpuTier::Avx2, CpuTier::Avx512Vnni, CpuTier::Amx}) {
+    for (CpuTier tier : kBuildTiers) {
       if (clamp_to_machine(tier) != tier) continue;  // not on this machine
       std::memset(got.data(), 0xA5, got.size());
       quantize_activation(tier, GgmlType::Q8_K, x.data(), got.data(), n);

@@ -33,10 +33,13 @@ void attention_rows(CpuTier tier, const AttentionRows& rows, int head_dim, float
   // The AVX-512 and AVX2 bodies take the same arguments and a scores buffer of n × longest floats.
   using Body = void (*)(int, const float* const*, float* const*, const int64_t*, int, float, const float*,
                         const float*, int64_t, float*);
-  const Body body = head_dim % 16 != 0                ? nullptr
-                    : tier >= CpuTier::Avx512Vnni ? static_cast<Body>(avx512::attention_rows)
-                    : tier >= CpuTier::Avx2       ? static_cast<Body>(avx2::attention_rows)
-                                                  : nullptr;
+  Body body = nullptr;
+#ifdef TANDEM_ARCH_X86
+  body = head_dim % 16 != 0                            ? nullptr
+         : tier_has(tier, CpuTier::Avx512Vnni) ? static_cast<Body>(avx512::attention_rows)
+         : tier_has(tier, CpuTier::Avx2)       ? static_cast<Body>(avx2::attention_rows)
+                                               : nullptr;
+#endif
   if (body) {
     int64_t longest = 0;
     for (int r = 0; r < rows.n; ++r) longest = rows.n_kv[r] > longest ? rows.n_kv[r] : longest;

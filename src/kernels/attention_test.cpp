@@ -40,8 +40,8 @@ TEST(Attention, EveryTierMatchesScalarReference) {
     std::vector<float> ref(static_cast<size_t>(T * nh * hd));
     in.out = ref.data();
     attention_causal_ref(in, scratch);
-    for (CpuTier tier : {CpuTier::Scalar, CpuTier::Avx2, CpuTier::Avx512Vnni, CpuTier::Amx}) {
-      if (tier > cpu_features().best_tier()) continue;
+    for (CpuTier tier : kBuildTiers) {
+      if (clamp_to_machine(tier) != tier) continue;
       std::vector<float> got(ref.size(), NAN);
       in.out = got.data();
       attention_causal(tier, in, scratch);
@@ -77,8 +77,8 @@ TEST(Attention, GroupedRowsEqualPerRowAttention) {
       rows.n = n;
       for (int r = 0; r < n; ++r) rows.out[r] = ref[r].data();
       attention_rows_ref(rows, hd, scale, k.data() + hd, v.data() + hd, kvd, scratch);  // KV head 1
-      for (CpuTier tier : {CpuTier::Scalar, CpuTier::Avx2, CpuTier::Avx512Vnni, CpuTier::Amx}) {
-        if (tier > cpu_features().best_tier()) continue;
+      for (CpuTier tier : kBuildTiers) {
+        if (clamp_to_machine(tier) != tier) continue;
         for (int r = 0; r < n; ++r) rows.out[r] = got[r].data();
         attention_rows(tier, rows, hd, scale, k.data() + hd, v.data() + hd, kvd, scratch);
         for (int r = 0; r < n; ++r) {

@@ -7,8 +7,10 @@ namespace tandem::kernels {
 
 void conv1d_silu(CpuTier tier, const float* x, int64_t ldx, int64_t T, int64_t channels, int K, const float* w,
                  const float* state, float* y, int64_t ldy) {
-  if (tier >= CpuTier::Avx512Vnni && K <= 8)
+#ifdef TANDEM_ARCH_X86
+  if (tier_has(tier, CpuTier::Avx512Vnni) && K <= 8)
     return avx512::conv1d_silu(x, ldx, T, channels, K, w, state, y, ldy);
+#endif
   conv1d_silu_ref(x, ldx, T, channels, K, w, state, y, ldy);
 }
 

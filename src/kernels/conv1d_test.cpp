@@ -14,8 +14,8 @@ namespace {
 
 std::vector<CpuTier> tiers() {
   std::vector<CpuTier> v;
-  for (CpuTier t : {CpuTier::Scalar, CpuTier::Avx2, CpuTier::Avx512Vnni, CpuTier::Amx})
-    if (t <= cpu_features().best_tier()) v.push_back(t);
+  for (CpuTier t : kBuildTiers)
+    if (clamp_to_machine(t) == t) v.push_back(t);
   return v;
 }
 

@@ -205,24 +205,32 @@ void delta_rule_chunked_ref(const DeltaRuleInput& in, float* state, ScratchBuffe
 // one a multiple of 8.
 void delta_rule_recurrent(CpuTier tier, const DeltaRuleInput& in, float* state, float* snapshots,
                           int64_t snapshot_from) {
-  if (tier >= CpuTier::Avx512Vnni && in.d > 0 && in.d % 16 == 0)
-    avx512::delta_rule_recurrent(in, state, snapshots, snapshot_from);
-  else if (tier >= CpuTier::Avx2 && in.d > 0 && in.d % 8 == 0)
-    avx2::delta_rule_recurrent(in, state, snapshots, snapshot_from);
-  else
-    delta_rule_recurrent_ref(in, state, snapshots, snapshot_from);
+#ifdef TANDEM_ARCH_X86
+  if (tier_has(tier, CpuTier::Avx512Vnni) && in.d > 0 && in.d % 16 == 0)
+    return avx512::delta_rule_recurrent(in, state, snapshots, snapshot_from);
+  if (tier_has(tier, CpuTier::Avx2) && in.d > 0 && in.d % 8 == 0)
+    return avx2::delta_rule_recurrent(in, state, snapshots, snapshot_from);
+#endif
+  delta_rule_recurrent_ref(in, state, snapshots, snapshot_from);
 }
 
-bool delta_rule_prefers_chunked(CpuTier tier, int d) { return tier >= CpuTier::Avx512Vnni && d > 0 && d % 16 == 0; }
+bool delta_rule_prefers_chunked(CpuTier tier, int d) {
+#ifdef TANDEM_ARCH_X86
+  return tier_has(tier, CpuTier::Avx512Vnni) && d > 0 && d % 16 == 0;
+#else
+  return false;  // only the AVX-512 chunked body beats the per-token recurrence
+#endif
+}
 
 void delta_rule_chunked(CpuTier tier, const DeltaRuleInput& in, float* state, ScratchBuffer& scratch,
                         const int64_t* cuts, int n_cuts, float* cut_states) {
-  if (tier >= CpuTier::Avx512Vnni && in.d > 0 && in.d % 16 == 0) {
+#ifdef TANDEM_ARCH_X86
+  if (tier_has(tier, CpuTier::Avx512Vnni) && in.d > 0 && in.d % 16 == 0) {
     float* ws = static_cast<float*>(scratch.get(avx512::delta_rule_chunked_workspace_floats(in.d) * sizeof(float)));
-    avx512::delta_rule_chunked(in, state, ws, cuts, n_cuts, cut_states);
-  } else {
-    delta_rule_chunked_ref(in, state, scratch, cuts, n_cuts, cut_states);
+    return avx512::delta_rule_chunked(in, state, ws, cuts, n_cuts, cut_states);
   }
+#endif
+  delta_rule_chunked_ref(in, state, scratch, cuts, n_cuts, cut_states);
 }
 
 }  // namespace tandem::kernels

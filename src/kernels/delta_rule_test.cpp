@@ -109,7 +109,8 @@ double rel_diff(const A& a, const B& b) {
 // Every tier this machine has (Scalar .. best), each handed to the kernels it tests.
 std::vector<CpuTier> available_tiers() {
   std::vector<CpuTier> out;
-  for (int t = 0; t <= static_cast<int>(cpu_features().best_tier()); ++t) out.push_back(static_cast<CpuTier>(t));
+  for (CpuTier t : kBuildTiers)
+    if (clamp_to_machine(t) == t) out.push_back(t);
   return out;
 }
 

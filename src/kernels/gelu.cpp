@@ -41,7 +41,9 @@ void gelu_tanh_table_ref(const float* x, float* y, int64_t n) {
 }
 
 void gelu_tanh_table(CpuTier tier, const float* x, float* y, int64_t n) {
-  if (tier >= CpuTier::Avx512Vnni) return avx512::gelu_table(table().data(), x, y, n);
+#ifdef TANDEM_ARCH_X86
+  if (tier_has(tier, CpuTier::Avx512Vnni)) return avx512::gelu_table(table().data(), x, y, n);
+#endif
   gelu_tanh_table_ref(x, y, n);
 }
 

@@ -19,8 +19,10 @@ void gemm_f32_ref(const float* A, int64_t lda, const float* B, int64_t ldb, floa
 
 void gemm_f32(CpuTier tier, const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t M,
               int64_t N, int64_t K) {
-  if (tier >= CpuTier::Avx512Vnni) return avx512::gemm_f32(A, lda, B, ldb, C, ldc, M, N, K);
-  if (tier >= CpuTier::Avx2) return avx2::gemm_f32(A, lda, B, ldb, C, ldc, M, N, K);
+#ifdef TANDEM_ARCH_X86
+  if (tier_has(tier, CpuTier::Avx512Vnni)) return avx512::gemm_f32(A, lda, B, ldb, C, ldc, M, N, K);
+  if (tier_has(tier, CpuTier::Avx2)) return avx2::gemm_f32(A, lda, B, ldb, C, ldc, M, N, K);
+#endif
   gemm_f32_ref(A, lda, B, ldb, C, ldc, M, N, K);
 }
 

@@ -17,7 +17,7 @@ TEST(GemmF32, EveryTierMatchesTheReference) {
   std::mt19937 rng(3);
   std::normal_distribution<float> nd;
   struct S { int64_t M, N, K; };
-  for (CpuTier t : {CpuTier::Scalar, CpuTier::Avx2, CpuTier::Avx512Vnni, CpuTier::Amx}) {
+  for (CpuTier t : kBuildTiers) {
     if (clamp_to_machine(t) != t) continue;
     for (const S s : {S{1, 1, 1}, S{4, 32, 16}, S{5, 33, 7}, S{3, 15, 64}, S{7, 17, 12}, S{64, 100, 64}, S{9, 64, 301}, S{13, 64, 2500}, S{7, 70, 1030}, S{2, 3, 0}}) {
       const int64_t lda = s.K + 3, ldb = s.N + 5, ldc = s.N + 2;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "gguf/quants.h"
@@ -13,6 +14,7 @@
 #include "kernels/matmul_kquant_amx.h"
 #include "kernels/matmul_packed_avx2.h"
 #include "kernels/matmul_q4k_vnni.h"
+#include "kernels/matmul_neon.h"
 #include "kernels/matmul_q6k_vnni.h"
 #include "kernels/packed_activations.h"
 #include "kernels/vec_dot.h"
@@ -23,7 +25,7 @@ namespace tandem::kernels {
 namespace {
 
 constexpr int kCols = avx512::kMaxCols;
-static_assert(avx2::kMaxCols == kCols, "the AVX2 and AVX-512 paths share the column-group size");
+static_assert(avx2::kMaxCols == kCols && neon::kMaxCols == kCols, "the row kernels of every tier share the column-group size");
 
 template <typename F>
 void for_columns(int64_t T, ThreadPool* pool, F&& fn) {
@@ -60,6 +62,11 @@ bool avx2_only_kernel(GgmlType t) { return t == GgmlType::Q5_0 || t == GgmlType:
 
 using Path = MatmulPath;
 
+// Types with an Arm64 row kernel (matmul_neon.h): Q4_0 / Q8_0 on every Arm tier (SMULL, SDOT,
+// SMMLA), F32 / F16 on neon's float kernels; the others run the scalar reference there.
+bool arm_int8_kernel(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }
+bool arm_has_kernel(GgmlType t) { return arm_int8_kernel(t) || t == GgmlType::F32 || t == GgmlType::F16; }
+
 // Q4_K, Q5_K and Q6_K: packed for the vector units from Avx512Vnni up (and for the tiles on Amx).
 bool kquant_packed_kernel(GgmlType t) { return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K; }
 
@@ -87,8 +94,20 @@ struct Prepared {
 // The decision itself (MatrixPlan::path): the kernel for T tokens of a `type` matrix on `tier`,
 // stored packed or not. A packed matrix takes a packed path wherever its tier has one for its
 // type (then for every T: plan_matrix's layout relies on it), else its rows' path.
+// The decision is the same in every build (the plans of every tier can be tested anywhere); a
+// path of the other instruction set is never run, since a KernelContext's tier is clamped to the
+// machine (clamp_to_machine) and tier_has is false across families.
 Path choose_path(GgmlType t, CpuTier tier, int64_t T, bool packed, bool few_tokens_on_vector_units) {
-  if (tier >= CpuTier::Amx) {
+  if (tier_has(tier, CpuTier::Neon)) {
+    // Arm64: no packed layouts (yet); SMMLA from two tokens (two columns per instruction), SDOT
+    // for one, the same bits either way (matmul_neon.h).
+    if (arm_int8_kernel(t)) {
+      if (tier_has(tier, CpuTier::I8mm) && T >= 2) return Path::I8mm;
+      if (tier_has(tier, CpuTier::Dotprod)) return Path::Dotprod;
+    }
+    return arm_has_kernel(t) ? Path::Neon : Path::Scalar;
+  }
+  if (tier_has(tier, CpuTier::Amx)) {
     // Packed Q4_0/Q8_0: the tiles pay from one token on; 1..kVnniMaxCols tokens on the vector
     // units (faster there, same bits) unless the context asks for the tiles.
     if (packed && amx_has_kernel(t))
@@ -97,13 +116,13 @@ Path choose_path(GgmlType t, CpuTier tier, int64_t T, bool packed, bool few_toke
     // Prompts of a packed K-quant matrix go to the tiles.
     if (packed && kquant_packed_kernel(t) && T >= kAmxKQuantMinCols) return Path::AmxKQuant;
   }
-  if (tier >= CpuTier::Avx512Vnni) {
+  if (tier_has(tier, CpuTier::Avx512Vnni)) {
     if (packed && amx_has_kernel(t)) return Path::PackedVnni;
     if (packed && t == GgmlType::Q6_K) return Path::PackedQ6K;
     if (packed && (t == GgmlType::Q4_K || t == GgmlType::Q5_K)) return Path::PackedQ4K;
     if (simd_has_kernel(t)) return Path::Avx512;
   }
-  if (tier >= CpuTier::Avx2) {
+  if (tier_has(tier, CpuTier::Avx2)) {
     if (packed && (t == GgmlType::Q4_0 || t == GgmlType::Q6_K)) return Path::PackedAvx2;
     if (simd_has_kernel(t) || avx2_only_kernel(t)) return Path::Avx2;
   }
@@ -129,6 +148,7 @@ Prepared prepare(GgmlType type, WeightLayout stored, int64_t n, const float* X, 
     p.views = views;
     return p;
   }
+#ifdef TANDEM_ARCH_X86
   if (p.path == Path::Amx || p.path == Path::AmxPacked || p.path == Path::PackedVnni) {
     // Quantized into A tiles once (plus per-token code sums for the vector units); on the
     // tiles each task unpacks its panel of weight rows into its thread's slice and applies it
@@ -147,7 +167,11 @@ Prepared prepare(GgmlType type, WeightLayout stored, int64_t n, const float* X, 
     p.panels = buf + act_bytes;
     return p;
   }
-  if (p.path == Path::Scalar || p.path == Path::Avx2 || p.path == Path::PackedAvx2) {
+#endif
+  // The ggml-layout activation rows (quantize_activation) of the row kernels: scalar, AVX2, the
+  // Arm tiers.
+  if (p.path == Path::Scalar || p.path == Path::Avx2 || p.path == Path::PackedAvx2 || p.path == Path::Neon ||
+      p.path == Path::Dotprod || p.path == Path::I8mm) {
     const GgmlType act_type = traits(type).vec_dot_type;
     p.act_row = (activation_bytes(act_type, n) + 63) / 64 * 64;
     const int64_t nb = n / 32;
@@ -157,14 +181,17 @@ Prepared prepare(GgmlType type, WeightLayout stored, int64_t n, const float* X, 
     auto* scales = reinterpret_cast<float*>(sums + terms);
     for_columns(T, ctx.pool, [&](int64_t t) {
       quantize_activation(ctx.tier, act_type, X + t * ldx, act + t * p.act_row, n);
+#ifdef TANDEM_ARCH_X86
       if (terms)
         avx2::q4_0_packed_terms(reinterpret_cast<const BlockQ8_0*>(act + t * p.act_row), nb, T, sums + t, scales + t);
+#endif
     });
     p.act = act;
     p.offsets = sums;
     p.act_scales = scales;
     return p;
   }
+#ifdef TANDEM_ARCH_X86
   switch (type) {
     case GgmlType::Q4_0:
     case GgmlType::Q8_0: {
@@ -228,6 +255,9 @@ Prepared prepare(GgmlType type, WeightLayout stored, int64_t n, const float* X, 
       break;
     }
   }
+#else
+  throw std::logic_error(std::string("matmul: path ") + matmul_path_name(p.path) + " is not built for this CPU");
+#endif
   return p;
 }
 
@@ -238,6 +268,7 @@ const A* const* column_rows(const Prepared& p, int64_t c0, int nc, const A** out
   return out;
 }
 
+#ifdef TANDEM_ARCH_X86
 // One AVX2 row kernel over weight rows [0, nr) for columns [c0, c0 + nc): the columns' activation
 // rows, as blocks of A (the weight type's vec_dot layout), then the kernel.
 template <typename A>
@@ -264,6 +295,32 @@ void run_rows_avx2(const Prepared& p, const WeightMatrix& W, const uint8_t* w, i
     default: return avx2_rows(avx2::rows_f16, p, W, w, nr, c0, nc, y, ldy);  // F16
   }
 }
+#endif
+
+#ifdef TANDEM_ARCH_ARM64
+// Weight rows [0, nr) from w for columns [c0, c0 + nc), nc <= 8, on an Arm tier's row kernels.
+void run_rows_arm(const Prepared& p, const WeightMatrix& W, const uint8_t* w, int64_t nr, int64_t c0, int nc,
+                  float* y, int64_t ldy) {
+  switch (W.type) {
+    case GgmlType::F32: {
+      const auto* const* a = static_cast<const float* const*>(p.views);
+      return neon::rows_f32(w, W.row_stride, p.n, 0, nr, a + c0, nc, y, ldy);
+    }
+    case GgmlType::F16: {
+      const auto* const* a = static_cast<const uint16_t* const*>(p.views);
+      return neon::rows_f16(w, W.row_stride, p.n, 0, nr, a + c0, nc, y, ldy);
+    }
+    default: break;
+  }
+  const BlockQ8_0* a[kCols];
+  column_rows(p, c0, nc, a);
+  const bool q4 = W.type == GgmlType::Q4_0;
+  auto* kernel = p.path == Path::I8mm      ? (q4 ? i8mm::rows_q4_0 : i8mm::rows_q8_0)
+                 : p.path == Path::Dotprod ? (q4 ? dotprod::rows_q4_0 : dotprod::rows_q8_0)
+                                           : (q4 ? neon::rows_q4_0 : neon::rows_q8_0);
+  kernel(w, W.row_stride, p.n, 0, nr, a, nc, y, ldy);
+}
+#endif
 
 // F32 rows w[0, nr) (stride bytes apart) times the T float columns of p, on the tier's F32 kernel.
 void run_rows_f32(const Prepared& p, Path tier, const uint8_t* w, size_t stride, int64_t nr, float* y, int64_t ldy) {
@@ -271,9 +328,15 @@ void run_rows_f32(const Prepared& p, Path tier, const uint8_t* w, size_t stride,
   for (int64_t c0 = 0; c0 < p.T; c0 += kCols) {
     const int nc = static_cast<int>(std::min<int64_t>(kCols, p.T - c0));
     float* yc = y + c0 * ldy;
+#ifdef TANDEM_ARCH_X86
     if (tier == Path::Avx512) avx512::rows_f32(w, stride, p.n, 0, nr, a + c0, nc, yc, ldy);
     else if (tier == Path::Avx2) avx2::rows_f32(w, stride, p.n, 0, nr, a + c0, nc, yc, ldy);
     else
+#endif
+#ifdef TANDEM_ARCH_ARM64
+    if (tier == Path::Neon) neon::rows_f32(w, stride, p.n, 0, nr, a + c0, nc, yc, ldy);
+    else
+#endif
       for (int64_t o = 0; o < nr; ++o)
         for (int c = 0; c < nc; ++c) yc[c * ldy + o] = vec_dot_ref(GgmlType::F32, p.n, w + o * stride, a[c0 + c]);
   }
@@ -285,7 +348,7 @@ void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, 
   const int64_t nr = r1 - r0, n = p.n, T = p.T;
   // Packed: r0 is a multiple of the task size (64 or 256 rows; whole groups for the K-quants), so row r0
   // starts a 16-row group.
-  const uint8_t* packed =
+  [[maybe_unused]] const uint8_t* packed =  // (no packed path on Arm64)
       W.packed ? W.packed + static_cast<size_t>(r0 / 16) * packed_group_bytes(W.type, n) : nullptr;
   if (p.path == Path::Dequant) {
     float* rows = p.dequant + static_cast<size_t>(thread) * kDequantRows * static_cast<size_t>(n);
@@ -297,6 +360,20 @@ void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, 
     }
     return;
   }
+  if (p.path == Path::Scalar) {
+    for (int64_t o = 0; o < nr; ++o)
+      for (int64_t t = 0; t < T; ++t)
+        y[t * ldy + o] = vec_dot_ref(W.type, n, w + static_cast<size_t>(o) * W.row_stride, p.act + t * p.act_row);
+    return;
+  }
+#ifdef TANDEM_ARCH_ARM64
+  if (p.path == Path::Neon || p.path == Path::Dotprod || p.path == Path::I8mm) {
+    for (int64_t c0 = 0; c0 < T; c0 += kCols)
+      run_rows_arm(p, W, w, nr, c0, static_cast<int>(std::min<int64_t>(kCols, T - c0)), y + c0 * ldy, ldy);
+    return;
+  }
+  throw std::logic_error(std::string("matmul: path ") + matmul_path_name(p.path) + " is not built for this CPU");
+#else
   if (p.path == Path::PackedVnni) {
     amx::gemm_packed_vnni(W.type, packed, n, 0, nr, p.act, T, y, ldy);
     return;
@@ -334,12 +411,6 @@ void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, 
     gemm(w, W.row_stride, n, W.rows - r0, 0, nr, p.act, T, y, ldy, panel);
     return;
   }
-  if (p.path == Path::Scalar) {
-    for (int64_t o = 0; o < nr; ++o)
-      for (int64_t t = 0; t < T; ++t)
-        y[t * ldy + o] = vec_dot_ref(W.type, n, w + static_cast<size_t>(o) * W.row_stride, p.act + t * p.act_row);
-    return;
-  }
   if (p.path == Path::Avx2) {
     for (int64_t c0 = 0; c0 < T; c0 += kCols)
       run_rows_avx2(p, W, w, nr, c0, static_cast<int>(std::min<int64_t>(kCols, T - c0)), y + c0 * ldy, ldy);
@@ -372,6 +443,7 @@ void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, 
         break;
     }
   }
+#endif
 }
 
 // Rows per task: the AMX panel size; otherwise multiples of 4, ~8 tasks per thread for
@@ -422,6 +494,9 @@ const char* matmul_path_name(MatmulPath p) {
     case Path::AmxPacked: return "amx-packed";
     case Path::AmxKQuant: return "amx-kquant";
     case Path::Dequant: return "dequant";
+    case Path::Neon: return "neon";
+    case Path::Dotprod: return "dotprod";
+    case Path::I8mm: return "i8mm";
   }
   return "?";
 }

@@ -27,6 +27,8 @@
 //    (16 rows per register, tokens in chunks of 4: the interleaved layout the row kernels lack);
 //  * on AVX2 without AVX-512, packed Q4_0 and Q6_K run on VPMADDUBSW for every T, 8 rows per
 //    register (matmul_packed_avx2.h); the other types on the AVX2 row kernels;
+//  * on Arm64 (neon < dotprod < i8mm), Q4_0 / Q8_0 on the tier's integer row kernels (i8mm's
+//    SMMLA from two tokens), F32 / F16 on NEON (matmul_neon.h); no packed layouts;
 //  * types or tiers without a SIMD kernel: the scalar reference, still threaded.
 //  * ActivationMode::Exact (opt-in, for accuracy comparisons): weight rows are dequantized
 //    to float and multiplied with the unconverted float activations on the tier's F32
@@ -91,8 +93,12 @@ enum class ActivationMode { Converted, Exact };
 //    tiles (amx::gemm_packed_kquant_tiles; the same bits as PackedQ4K / PackedQ6K).
 //  Dequant: ActivationMode::Exact on a non-F32 weight: rows dequantized in small batches into a
 //    per-thread buffer, then the tier's F32 kernel over the float activations.
+//  Neon / Dotprod / I8mm: the Arm64 row kernels (matmul_neon.h) on the ggml rows: Q4_0 / Q8_0 with
+//    SMULL+SADALP, SDOT (one token) or SMMLA (two and more: two rows × two tokens an
+//    instruction), F32 / F16 on NEON FMAs; the same bits on all three.
 enum class MatmulPath {
-  Scalar, Avx2, Avx512, PackedVnni, PackedQ4K, PackedQ6K, PackedAvx2, Amx, AmxPacked, AmxKQuant, Dequant
+  Scalar, Avx2, Avx512, PackedVnni, PackedQ4K, PackedQ6K, PackedAvx2, Amx, AmxPacked, AmxKQuant, Dequant,
+  Neon, Dotprod, I8mm
 };
 const char* matmul_path_name(MatmulPath p);
 // Whether the path reads the matrix's packed groups (WeightMatrix::packed) rather than its rows.

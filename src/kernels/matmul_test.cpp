@@ -26,8 +26,8 @@ struct Case {
 
 std::vector<CpuTier> available_tiers() {
   std::vector<CpuTier> tiers;
-  for (CpuTier t : {CpuTier::Scalar, CpuTier::Avx2, CpuTier::Avx512Vnni, CpuTier::Amx})
-    if (t <= cpu_features().best_tier()) tiers.push_back(t);
+  for (CpuTier t : kBuildTiers)
+    if (clamp_to_machine(t) == t) tiers.push_back(t);
   return tiers;
 }
 
@@ -200,7 +200,7 @@ TEST_P(MatmulTest, EachColumnEqualsItsSingleColumnProductBitForBit) {
 // verification pass of 5+ tokens would not reproduce decode steps.
 TEST_P(MatmulTest, PackedVectorUnitsEqualTilesBitForBit) {
   const Case c = GetParam();
-  if (cpu_features().best_tier() < CpuTier::Amx) GTEST_SKIP() << "no AMX on this machine";
+  if (!tier_has(cpu_features().best_tier(), CpuTier::Amx)) GTEST_SKIP() << "no AMX on this machine";
   std::mt19937 rng(static_cast<uint32_t>(c.cols * 5 + 1));
   std::normal_distribution<float> nd(0.0f, 1.0f);
   if (c.type != GgmlType::Q4_0 && c.type != GgmlType::Q8_0)
@@ -230,7 +230,7 @@ TEST_P(MatmulTest, PackedVectorUnitsEqualTilesBitForBit) {
 // kernel's chunks of 4; threaded and not.
 TEST_P(MatmulTest, PackedAvx2EqualsRowKernelBitForBit) {
   const Case c = GetParam();
-  if (cpu_features().best_tier() < CpuTier::Avx2) GTEST_SKIP() << "no AVX2 on this machine";
+  if (!tier_has(cpu_features().best_tier(), CpuTier::Avx2)) GTEST_SKIP() << "no AVX2 on this machine";
   if (c.type != GgmlType::Q4_0) GTEST_SKIP() << ggml_type_name(c.type) << ": no packed AVX2 kernel";
   std::mt19937 rng(static_cast<uint32_t>(c.cols * 13 + 7));
   std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -260,7 +260,7 @@ TEST_P(MatmulTest, PackedAvx2EqualsRowKernelBitForBit) {
 TEST_P(MatmulTest, PackedAvx2Q6KEqualsAvx512PackedBitForBit) {
   const Case c = GetParam();
   if (c.type != GgmlType::Q6_K) GTEST_SKIP() << ggml_type_name(c.type) << ": not Q6_K";
-  if (cpu_features().best_tier() < CpuTier::Avx512Vnni) GTEST_SKIP() << "no AVX-512 VNNI on this machine";
+  if (!tier_has(cpu_features().best_tier(), CpuTier::Avx512Vnni)) GTEST_SKIP() << "no AVX-512 VNNI on this machine";
   std::mt19937 rng(static_cast<uint32_t>(c.cols * 17 + 3));
   std::normal_distribution<float> nd(0.0f, 1.0f);
   ThreadPool pool(2);
@@ -325,17 +325,79 @@ TEST_P(MatmulTest, MultiEqualsSeparateProductsBitForBit) {
 constexpr GgmlType kAllTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
                                    GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q4_K,
                                    GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_K};
-constexpr CpuTier kAllTiers[] = {CpuTier::Scalar, CpuTier::Avx2, CpuTier::Avx512Vnni, CpuTier::Amx};
+constexpr CpuTier kAllTiers[] = {CpuTier::Scalar, CpuTier::Avx2, CpuTier::Avx512Vnni, CpuTier::Amx,
+                                 CpuTier::Neon,   CpuTier::Dotprod, CpuTier::I8mm};
+
+// The Arm tiers compute the same bits (matmul_neon.h: one float step per block shared by SMULL,
+// SDOT and SMMLA), so a model answers alike on every Arm phone: each tier the machine has against
+// the neon tier, at one token (SDOT / SMULL) and several (SMMLA from two), odd row counts (SMMLA's
+// row pairs) and odd token counts (its column pairs).
+TEST_P(MatmulTest, ArmTiersGiveTheSameBits) {
+  const Case c = GetParam();
+  if (!tier_has(cpu_features().best_tier(), CpuTier::Dotprod))
+    GTEST_SKIP() << "fewer than two Arm tiers on this machine (" << cpu_tier_name(cpu_features().best_tier()) << ")";
+  std::mt19937 rng(static_cast<uint32_t>(c.cols * 19 + 1));
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (int64_t rows : {13, 70}) {
+    RandomWeights rw(c.type, c.cols, rows, rng, 1.0f);
+    for (int64_t T : {1, 2, 3, 5, 8, 17}) {
+      std::vector<float> x(static_cast<size_t>(T * c.cols));
+      for (auto& v : x) v = nd(rng);
+      KernelContext neon_ctx(CpuTier::Neon);
+      std::vector<float> want(static_cast<size_t>(T * rows), NAN);
+      matmul(rw.W, x.data(), c.cols, T, want.data(), rows, neon_ctx);
+      for (CpuTier tier : {CpuTier::Dotprod, CpuTier::I8mm}) {
+        if (clamp_to_machine(tier) != tier) continue;
+        KernelContext ctx(tier);
+        std::vector<float> got(want.size(), NAN);
+        matmul(rw.W, x.data(), c.cols, T, got.data(), rows, ctx);
+        ASSERT_EQ(got, want) << ggml_type_name(c.type) << " " << cpu_tier_name(tier) << " ("
+                             << matmul_path_name(matmul_path(rw.W, T, ctx)) << ") rows=" << rows << " T=" << T;
+      }
+    }
+  }
+}
+
+// The dispatcher on this machine: the tier a KernelContext holds is the one asked for where the
+// machine has it and lower where not (never a tier of the other instruction set), and the path it
+// takes for Q8_0 is that tier's. Asking every tier of every family runs its product, so on a core
+// (or a qemu CPU model) without dotprod or i8mm a wrong dispatch would die of SIGILL here.
+TEST(MatmulDispatch, EachTierRunsOnlyWhatTheMachineHas) {
+  const CpuTier best = cpu_features().best_tier();
+  std::mt19937 rng(7);
+  RandomWeights rw(GgmlType::Q8_0, 64, 5, rng, 1.0f);
+  std::vector<float> x(3 * 64, 0.5f), ref(3 * 5), y(3 * 5);
+  matmul_ref(rw.W, x.data(), 64, 3, ref.data(), 5);
+  for (CpuTier asked : kAllTiers) {
+    KernelContext ctx(asked);
+    EXPECT_TRUE(tier_has(best, ctx.tier)) << cpu_tier_name(asked) << " became " << cpu_tier_name(ctx.tier)
+                                          << ", above or beside the machine's " << cpu_tier_name(best);
+    if (tier_isa(asked) != tier_isa(best)) {
+      EXPECT_EQ(ctx.tier, CpuTier::Scalar) << cpu_tier_name(asked);
+    }
+    const std::string path = matmul_path_name(matmul_path(rw.W, 3, ctx));
+    const char* want = ctx.tier == CpuTier::I8mm      ? "i8mm"
+                       : ctx.tier == CpuTier::Dotprod ? "dotprod"
+                       : ctx.tier == CpuTier::Neon    ? "neon"
+                       : ctx.tier == CpuTier::Scalar  ? "scalar"
+                                                      : nullptr;  // the x86 tiers' paths: matmul_test above
+    if (want) {
+      EXPECT_EQ(path, want) << cpu_tier_name(asked);
+    }
+    matmul(rw.W, x.data(), 64, 3, y.data(), 5, ctx);
+    for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], ref[i], 1e-4f) << cpu_tier_name(asked);
+  }
+}
 
 // Which matrices a model packs at load, per tier: every packable type from AVX-512 VNNI up (the
 // tiles and the vector units), Q4_0 and Q6_K on AVX2 (matmul_packed_avx2.h), none on the scalar
-// tier. (A plan, not a product: every tier is checked on any machine.)
+// tier or the Arm tiers. (A plan, not a product: every tier is checked on any machine.)
 TEST(PlanMatrix, PacksTheTypesEachTierMultipliesPacked) {
   for (GgmlType type : kAllTypes)
     for (CpuTier tier : kAllTiers) {
-      const bool want = tier >= CpuTier::Avx512Vnni ? packable(type)
-                        : tier == CpuTier::Avx2      ? type == GgmlType::Q4_0 || type == GgmlType::Q6_K
-                                                     : false;
+      const bool want = tier_has(tier, CpuTier::Avx512Vnni) ? packable(type)
+                        : tier == CpuTier::Avx2                ? type == GgmlType::Q4_0 || type == GgmlType::Q6_K
+                                                               : false;  // scalar and the Arm tiers: rows only
       EXPECT_EQ(plan_matrix(type, tier).layout == WeightLayout::Packed, want)
           << ggml_type_name(type) << " on " << cpu_tier_name(tier);
     }

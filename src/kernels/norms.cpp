@@ -16,7 +16,9 @@ namespace {
 // reach the float mean about once in 10^8 rows. The AVX-512 tiers run the same sums, the
 // eight partial sums as the lanes of one register (elementwise_avx512.cpp): same bits.
 double sum_squares(CpuTier tier, const float* x, int64_t n) {
-  if (tier >= CpuTier::Avx512Vnni) return avx512::sum_squares(x, n);
+#ifdef TANDEM_ARCH_X86
+  if (tier_has(tier, CpuTier::Avx512Vnni)) return avx512::sum_squares(x, n);
+#endif
   double s[8] = {};
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)

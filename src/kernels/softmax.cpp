@@ -23,7 +23,9 @@ void softmax_scaled_ref(float* x, int64_t n, float scale) {
 }
 
 void softmax_scaled(CpuTier tier, float* x, int64_t n, float scale) {
-  if (tier >= CpuTier::Avx512Vnni) return avx512::softmax_scaled(x, n, scale);
+#ifdef TANDEM_ARCH_X86
+  if (tier_has(tier, CpuTier::Avx512Vnni)) return avx512::softmax_scaled(x, n, scale);
+#endif
   softmax_scaled_ref(x, n, scale);
 }
 

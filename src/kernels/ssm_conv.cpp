@@ -7,8 +7,10 @@ namespace tandem::kernels {
 
 void ssm_conv(CpuTier tier, const float* x, int64_t ldx, int64_t T, int64_t channels, int K, const float* w,
               const float* bias, bool silu, const float* state, float* y, int64_t ldy) {
-  if (tier >= CpuTier::Avx512Vnni && K >= 1 && K <= 8)
+#ifdef TANDEM_ARCH_X86
+  if (tier_has(tier, CpuTier::Avx512Vnni) && K >= 1 && K <= 8)
     return avx512::ssm_conv(x, ldx, T, channels, K, w, bias, silu, state, y, ldy);
+#endif
   ssm_conv_ref(x, ldx, T, channels, K, w, bias, silu, state, y, ldy);
 }
 

@@ -114,10 +114,12 @@ float* workspace(size_t floats) {
 }  // namespace
 
 void ssm_scan(CpuTier tier, const SsmScanInput& in, float* state) {
-  if (tier >= CpuTier::Avx512Vnni && in.ds > 0 && in.ds % 16 == 0)
+#ifdef TANDEM_ARCH_X86
+  if (tier_has(tier, CpuTier::Avx512Vnni) && in.ds > 0 && in.ds % 16 == 0)
     return avx512::ssm_scan(in, state, workspace(2 * static_cast<size_t>(in.T)));
-  if (tier >= CpuTier::Avx2 && in.ds > 0 && in.ds % 8 == 0)
+  if (tier_has(tier, CpuTier::Avx2) && in.ds > 0 && in.ds % 8 == 0)
     return avx2::ssm_scan(in, state, workspace(2 * static_cast<size_t>(in.T)));
+#endif
   ssm_scan_ref(in, state);
 }
 
@@ -126,9 +128,11 @@ void ssm_scan_chunked(CpuTier tier, const SsmScanInput& in, float* state, int ch
   // (rounded up to 16) instead of to the chunk.
   if (in.T < chunk) chunk = static_cast<int>(in.T);
   if (chunk < 1) chunk = 1;
-  if (tier >= CpuTier::Avx512Vnni && in.ds > 0 && in.ds % 16 == 0)
+#ifdef TANDEM_ARCH_X86
+  if (tier_has(tier, CpuTier::Avx512Vnni) && in.ds > 0 && in.ds % 16 == 0)
     return avx512::ssm_scan_chunked(in, state, chunk,
                                     workspace(avx512::ssm_scan_chunked_workspace_floats(in, chunk)));
+#endif
   ssm_scan_chunked_ref(in, state, chunk);
 }
 
@@ -140,7 +144,7 @@ void ssm_scan_chunked(CpuTier tier, const SsmScanInput& in, float* state, int ch
 // AVX2 has no chunked body (the chunked form there is the float64 reference: 512 tokens 514 ms
 // vs 28.4 ms per token); nor does a ds that is not a multiple of 16.
 bool ssm_scan_prefers_chunked(CpuTier tier, const SsmScanInput& in) {
-  return tier >= CpuTier::Avx512Vnni && in.ds > 0 && in.ds % 16 == 0 && in.T >= 8;
+  return tier_has(tier, CpuTier::Avx512Vnni) && in.ds > 0 && in.ds % 16 == 0 && in.T >= 8;
 }
 
 void gated_group_rms_norm(CpuTier tier, const float* y, int64_t ldy, const float* z, int64_t ldz, int64_t T,

@@ -10,6 +10,13 @@
 #include <unistd.h>
 #define TANDEM_X86 1
 #endif
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+// The bits of <asm/hwcap.h>, spelled out: an old libc's headers may lack HWCAP2_I8MM.
+constexpr unsigned long kHwcapAsimd = 1ul << 1;     // HWCAP_ASIMD
+constexpr unsigned long kHwcapAsimddp = 1ul << 20;  // HWCAP_ASIMDDP: SDOT / UDOT
+constexpr unsigned long kHwcap2I8mm = 1ul << 13;    // HWCAP2_I8MM: SMMLA / UMMLA / USMMLA
+#endif
 
 namespace tandem {
 namespace {
@@ -57,6 +64,14 @@ CpuFeatures detect() {
     f.amx_bf16 = amx_bf16;
   }
 #endif
+#if defined(__aarch64__)
+  // The kernel's hwcaps, not the ID registers: they say what the kernel lets user space run, and
+  // qemu-user sets them from its -cpu model (so each tier is reachable in emulated tests).
+  const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+  f.asimd = hw & kHwcapAsimd;
+  f.asimddp = f.asimd && (hw & kHwcapAsimddp);
+  f.i8mm = f.asimd && (hw2 & kHwcap2I8mm);
+#endif
   return f;
 }
 
@@ -65,8 +80,13 @@ CpuTier initial_tier() {
   if (const char* env = std::getenv("TANDEM_CPU_PATH")) {
     auto forced = cpu_tier_from_name(env);
     if (!forced) {
-      std::fprintf(stderr, "tandem: TANDEM_CPU_PATH='%s' is not one of scalar, avx2, avx512, amx; ignored\n", env);
-    } else if (*forced < t) {
+      std::fprintf(stderr, "tandem: TANDEM_CPU_PATH='%s' is not one of %s; ignored\n", env, cpu_tier_names());
+    } else if (!tier_has(t, *forced)) {
+      // Neither at nor below the best tier of this machine's family: a tier of the other
+      // instruction set (lowering to it would mean scalar, which is not what was asked).
+      if (tier_isa(*forced) != tier_isa(t) && t != CpuTier::Scalar)
+        std::fprintf(stderr, "tandem: TANDEM_CPU_PATH='%s' is a tier of another instruction set; ignored\n", env);
+    } else {
       t = *forced;
     }
   }
@@ -76,6 +96,10 @@ CpuTier initial_tier() {
 }  // namespace
 
 CpuTier CpuFeatures::best_tier() const {
+  // The I8mm tier's kernels also use SDOT, so it needs both (every i8mm core has dotprod).
+  if (asimd && asimddp && i8mm) return CpuTier::I8mm;
+  if (asimd && asimddp) return CpuTier::Dotprod;
+  if (asimd) return CpuTier::Neon;
   const bool avx512 = avx512f && avx512bw && avx512vl && avx512vnni && fma && f16c;
   if (avx512 && amx_tile && amx_int8) return CpuTier::Amx;
   if (avx512) return CpuTier::Avx512Vnni;
@@ -87,7 +111,8 @@ std::string CpuFeatures::describe() const {
   std::ostringstream s;
   s << "avx2=" << avx2 << " fma=" << fma << " f16c=" << f16c << " avx512f=" << avx512f << " avx512bw=" << avx512bw
     << " avx512vnni=" << avx512vnni << " avx512bf16=" << avx512bf16 << " amx_tile=" << amx_tile
-    << " amx_int8=" << amx_int8 << " amx_bf16=" << amx_bf16 << " -> best tier " << cpu_tier_name(best_tier());
+    << " amx_int8=" << amx_int8 << " amx_bf16=" << amx_bf16 << " asimd=" << asimd << " asimddp=" << asimddp
+    << " i8mm=" << i8mm << " -> best tier " << cpu_tier_name(best_tier());
   return s.str();
 }
 
@@ -102,6 +127,9 @@ const char* cpu_tier_name(CpuTier t) {
     case CpuTier::Avx2: return "avx2";
     case CpuTier::Avx512Vnni: return "avx512";
     case CpuTier::Amx: return "amx";
+    case CpuTier::Neon: return "neon";
+    case CpuTier::Dotprod: return "dotprod";
+    case CpuTier::I8mm: return "i8mm";
   }
   return "?";
 }
@@ -111,8 +139,13 @@ std::optional<CpuTier> cpu_tier_from_name(std::string_view n) {
   if (n == "avx2") return CpuTier::Avx2;
   if (n == "avx512" || n == "avx512vnni") return CpuTier::Avx512Vnni;
   if (n == "amx") return CpuTier::Amx;
+  if (n == "neon") return CpuTier::Neon;
+  if (n == "dotprod") return CpuTier::Dotprod;
+  if (n == "i8mm") return CpuTier::I8mm;
   return std::nullopt;
 }
+
+const char* cpu_tier_names() { return "scalar, avx2, avx512, amx, neon, dotprod, i8mm"; }
 
 CpuTier default_cpu_tier() {
   static const CpuTier t = initial_tier();
@@ -121,7 +154,9 @@ CpuTier default_cpu_tier() {
 
 CpuTier clamp_to_machine(CpuTier t) {
   const CpuTier best = cpu_features().best_tier();
-  return t > best ? best : t;
+  if (tier_has(best, t)) return t;                  // at or below the best, same family (or scalar)
+  if (tier_isa(t) == tier_isa(best)) return best;   // above the best of this family
+  return CpuTier::Scalar;                           // the other instruction set: none of its code runs here
 }
 
 }  // namespace tandem

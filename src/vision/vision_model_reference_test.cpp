@@ -269,7 +269,7 @@ TEST(VisionKernels, GeluTableIsTheF16RoundedFormula) {
     const float x = xs[i];
     want[i] = x <= -10.0f ? 0.0f : x >= 10.0f ? x : fp16_to_fp32(fp32_to_fp16(kernels::gelu_tanh(fp16_to_fp32(fp32_to_fp16(x)))));
   }
-  for (CpuTier t : {CpuTier::Scalar, CpuTier::Avx2, CpuTier::Avx512Vnni, CpuTier::Amx}) {
+  for (CpuTier t : kBuildTiers) {
     if (clamp_to_machine(t) != t) continue;
     std::vector<float> got(xs.size());
     kernels::gelu_tanh_table(t, xs.data(), got.data(), static_cast<int64_t>(xs.size()));

@@ -207,7 +207,7 @@ TEST(VisionGolden, EveryTierAgrees) {
                                   std::pair<std::string, float>{manifest()["runs"][q8_runs.front()]["mmproj"].get<std::string>(),
                                                                 q8_spread.value}}) {
     const Encoded best = encode_run(run, file);
-    for (CpuTier t : {CpuTier::Scalar, CpuTier::Avx2, CpuTier::Avx512Vnni, CpuTier::Amx}) {
+    for (CpuTier t : kBuildTiers) {
       if (clamp_to_machine(t) != t) continue;
       const Encoded e = encode_run(run, file, t);
       const float d = max_abs_diff(e.embd, best.embd);

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "model/qwen35/qwen35_model.h"
 #include "model/test_models.h"
 #include "model/test_paths.h"
@@ -35,11 +37,12 @@ std::vector<int32_t> random_tokens(int64_t n, int64_t n_vocab, std::mt19937& rng
 }
 
 // Runs tests/reference/qwen35_ref.py on the model for these tokens (its files, named after `name`,
-// in the build tree's test-tmp) and returns the floats it wrote through `out_flag` (--out: the
+// in a folder of the build tree's test-tmp private to this process: ctest runs this test in several
+// processes at once, the plain run and one per forced tier) and returns the floats it wrote through `out_flag` (--out: the
 // logits, --mtp-out: the MTP head's); empty, with a test failure, if the run fails.
 std::vector<float> reference_output(const std::string& model_path, const std::vector<int32_t>& toks,
                                     const std::string& name, const std::string& out_flag) {
-  const fs::path dir = fs::path(TANDEM_BINARY_DIR) / "test-tmp";
+  const fs::path dir = fs::path(TANDEM_BINARY_DIR) / "test-tmp" / ("reference-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const fs::path tok_file = dir / (name + "_tokens.json"), out_file = dir / (name + ".f32");
   {

@@ -36,6 +36,19 @@ void HybridModel::require_weights(const char* what) const {
   if (!file_) throw std::logic_error(std::string(what) + ": the model's weights are unloaded (reload_weights first)");
 }
 
+void HybridModel::check_text_batch(const SequenceState& st, std::span<const int32_t> tokens) const {
+  const int64_t T = static_cast<int64_t>(tokens.size()), pos0 = st.n_past();
+  if (T == 0) throw std::invalid_argument("forward: empty batch");
+  if (pos0 + T > st.n_ctx())
+    throw std::length_error("forward: " + std::to_string(pos0) + " cached + " + std::to_string(T) +
+                            " new tokens exceed the context of " + std::to_string(st.n_ctx()));
+  for (int64_t t = 0; t < T; ++t)
+    if (tokens[t] < 0 || tokens[t] >= shape_.n_vocab)
+      throw std::invalid_argument("forward: token id " + std::to_string(tokens[t]) + " at index " +
+                                  std::to_string(t) + " outside the vocabulary [0, " +
+                                  std::to_string(shape_.n_vocab) + ")");
+}
+
 void HybridModel::pack_matrix(kernels::WeightMatrix& W, CpuTier tier, bool keep_rows) {
   // After packing, the ggml rows of a matrix are only read by ActivationMode::Exact: their pages
   // leave the resident set (the file stays the backing store), so the model is not held twice.

@@ -114,6 +114,10 @@ class HybridModel {
   // Gives every matrix the tier multiplies packed its packed copy (kernels::plan_matrix).
   virtual void pack_for_matrix_path() = 0;
   void require_weights(const char* what) const;
+  // A text batch a forward pass may take: not empty, within the sequence's context, every id in
+  // the vocabulary; throws what is wrong, naming the index and the bounds (the same for every
+  // architecture, so a client gets the same error whatever model it runs).
+  void check_text_batch(const SequenceState& st, std::span<const int32_t> tokens) const;
   // Packs W when the tier's plan for its type says so; the ggml rows' pages are given back to
   // the file unless keep_rows (a tied head whose rows are also the embedding table).
   void pack_matrix(kernels::WeightMatrix& W, CpuTier tier, bool keep_rows);

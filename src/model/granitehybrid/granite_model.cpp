@@ -96,15 +96,8 @@ void GraniteHybridModel::forward(SequenceState& st, std::span<const int32_t> tok
                                  ForwardOutput& out) {
   std::lock_guard<std::mutex> lock(mu_);
   require_weights("forward");
+  check_text_batch(st, tokens);
   const int64_t T = static_cast<int64_t>(tokens.size()), E = hp_.n_embd, pos0 = st.n_past();
-  if (T == 0) throw std::invalid_argument("forward: empty batch");
-  if (pos0 + T > st.n_ctx())
-    throw std::length_error("forward: " + std::to_string(pos0) + " cached + " + std::to_string(T) +
-                            " new tokens exceed the context of " + std::to_string(st.n_ctx()));
-  for (int64_t t = 0; t < T; ++t)
-    if (tokens[t] < 0 || tokens[t] >= hp_.n_vocab)
-      throw std::invalid_argument("forward: token id " + std::to_string(tokens[t]) + " at index " + std::to_string(t) +
-                                  " outside the vocabulary [0, " + std::to_string(hp_.n_vocab) + ")");
   stops_.plan(opt, st, T, out);
   const ResourceGovernor::Lease lease = governor_->acquire();  // the whole pass: not released during it
   HybridBlocks& B = *blocks_;

@@ -254,14 +254,7 @@ void Qwen35Model::validate_batch(const SequenceState& st, std::span<const int32_
     throw std::logic_error("forward: the image at index " + std::to_string(im->begin) + " holds " +
                            std::to_string(pos0 - im->begin) + " of its " + std::to_string(im->n_rows()) +
                            " rows; text may follow it only once its last row is in (forward_image)");
-  if (pos0 + T > st.n_ctx())
-    throw std::length_error("forward: " + std::to_string(pos0) + " cached + " + std::to_string(T) +
-                            " new tokens exceed the context of " + std::to_string(st.n_ctx()));
-  for (int64_t t = 0; t < T; ++t)
-    if (tokens[t] < 0 || tokens[t] >= hp_.n_vocab)
-      throw std::invalid_argument("forward: token id " + std::to_string(tokens[t]) + " at index " +
-                                  std::to_string(t) + " outside the vocabulary [0, " + std::to_string(hp_.n_vocab) +
-                                  ")");
+  check_text_batch(st, tokens);
 }
 
 void Qwen35Model::validate_rows(const SequenceState& st, const EmbeddingRows& r) const {

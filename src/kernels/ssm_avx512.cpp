@@ -8,6 +8,7 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "kernels/gemm_tiles_avx512.h"
 #include "kernels/simd_avx512.h"
 
 // GCC 12 warns about the deliberately undefined upper halves inside its own intrinsics.
@@ -17,8 +18,6 @@
 namespace tandem::kernels::avx512 {
 namespace {
 
-inline int imin(int a, int b) { return a < b ? a : b; }
-inline int round16(int x) { return (x + 15) / 16 * 16; }
 inline float softplus_f(float u) { return u > 20.0f ? u : logf(1.0f + expf(u)); }  // as ggml
 inline __mmask16 first_lanes(int n) {
   return static_cast<__mmask16>(n >= 16 ? 0xFFFFu : n > 0 ? (1u << n) - 1 : 0u);
@@ -157,58 +156,14 @@ void head_decays(const SsmScanInput& in, int h, int64_t t0, int64_t n, float* dt
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// GEMM micro-kernel: C[R x 16·NV] = cscale·C (or 0) + A[R x K] · B[K x 16·NV]; all row-major.
-template <int R, int NV>
-void micro(int K, const float* A, int64_t lda, const float* B, int64_t ldb, float* Cm, int64_t ldc, bool load_c,
-           float cscale) {
-  __m512 acc[R][NV];
-  if (load_c) {
-    const __m512 s = _mm512_set1_ps(cscale);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_mul_ps(_mm512_loadu_ps(Cm + r * ldc + 16 * v), s);
-  } else {
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
-  }
-  for (int k = 0; k < K; ++k) {
-    __m512 b[NV];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) b[v] = _mm512_loadu_ps(B + k * ldb + 16 * v);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const __m512 a = _mm512_set1_ps(A[r * lda + k]);
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(a, b[v], acc[r][v]);
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(Cm + r * ldc + 16 * v, acc[r][v]);
-}
-
-using MicroFn = void (*)(int, const float*, int64_t, const float*, int64_t, float*, int64_t, bool, float);
-constexpr int kRows = 6;
-const MicroFn kMicro[kRows][4] = {
-    {micro<1, 1>, micro<1, 2>, micro<1, 3>, micro<1, 4>}, {micro<2, 1>, micro<2, 2>, micro<2, 3>, micro<2, 4>},
-    {micro<3, 1>, micro<3, 2>, micro<3, 3>, micro<3, 4>}, {micro<4, 1>, micro<4, 2>, micro<4, 3>, micro<4, 4>},
-    {micro<5, 1>, micro<5, 2>, micro<5, 3>, micro<5, 4>}, {micro<6, 1>, micro<6, 2>, micro<6, 3>, micro<6, 4>}};
-
-// C[M x N] = cscale·C (or 0) + A[M x K] · B[K x N], N a multiple of 16.
+// C[M x N] = cscale·C (or 0) + A[M x K] · B[K x N], N a multiple of 16 (gemm_tiles_avx512.h).
 void gemm(int M, int N, int K, const float* A, int64_t lda, const float* B, int64_t ldb, float* Cm, int64_t ldc,
           bool load_c, float cscale) {
-  for (int j0 = 0; j0 < N; j0 += 64) {
-    const int nv = imin(4, (N - j0) / 16);
-    for (int i0 = 0; i0 < M; i0 += kRows) {
-      const int r = imin(kRows, M - i0);
-      kMicro[r - 1][nv - 1](K, A + i0 * lda, lda, B + j0, ldb, Cm + i0 * ldc + j0, ldc, load_c, cscale);
-    }
-  }
+  Gemm g;
+  g.M = M, g.N = N, g.k0 = K;
+  g.A = A, g.lda = lda, g.B = B, g.ldb = ldb, g.Cm = Cm, g.ldc = ldc;
+  g.load_c = load_c, g.cscale = cscale;
+  gemm(g);
 }
 
 struct ChunkWs {

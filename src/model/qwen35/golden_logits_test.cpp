@@ -23,36 +23,18 @@
 #include <vector>
 
 #include "model/qwen35/qwen35_model.h"
+#include "model/golden_files.h"
 #include "model/test_paths.h"
 
 namespace tandem {
 namespace {
 
 namespace fs = std::filesystem;
+using golden::read_f32;
+using golden::read_tokens;
 
 const fs::path kGolden = fs::path(TANDEM_SHARED_DIR) / "golden";
 constexpr int64_t kVocab = 1027;
-
-std::vector<int32_t> read_tokens(const fs::path& p) {
-  std::ifstream f(p);
-  std::vector<int32_t> v;
-  char c;
-  int64_t x;
-  while (f >> c) {
-    if (c == '[' || c == ',' || c == ']') continue;
-    f.putback(c);
-    if (!(f >> x)) break;
-    v.push_back(static_cast<int32_t>(x));
-  }
-  return v;
-}
-
-std::vector<float> read_f32(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::vector<float> v(fs::file_size(p) / sizeof(float));
-  f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
-  return v;
-}
 
 // "ref A" and "ref B" max columns of the README's quantized tables, by "a-Q4_0.s3".
 struct RefRow { double ref_a, ref_b; };

@@ -27,12 +27,14 @@
 #include "gguf/quants.h"
 #include "model/qwen35/qwen35_model.h"
 #include "model/test_models.h"
+#include "model/golden_files.h"
 #include "model/test_paths.h"
 
 namespace tandem {
 namespace {
 
 namespace fs = std::filesystem;
+using golden::read_f32;
 
 double max_abs_diff(std::span<const float> a, std::span<const float> b) {
   EXPECT_EQ(a.size(), b.size());
@@ -57,13 +59,6 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 const fs::path kVision = fs::path(TANDEM_SHARED_DIR) / "golden-vision";
 const fs::path kTextModel = fs::path(TANDEM_SHARED_DIR) / "golden" / "models" / "qwen35-golden-a-F32.gguf";
-
-std::vector<float> read_f32(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::vector<float> v(fs::file_size(p) / sizeof(float));
-  f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
-  return v;
-}
 
 struct Chunk {
   bool image = false;

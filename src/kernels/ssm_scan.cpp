@@ -136,13 +136,11 @@ void ssm_scan_chunked(CpuTier tier, const SsmScanInput& in, float* state, int ch
   ssm_scan_chunked_ref(in, state, chunk);
 }
 
-// bench/ssm_scan_bench.cpp, Granite-4.0-H-Micro layer (H 64, P 64, ds 128, ng 1), one thread,
-// AMD EPYC Zen 5 (family 26), AVX-512, CPU time per call, per-token vs chunked (chunk 64):
-//   T = 1: 57.6 vs 164 us; 8: 254 vs 220 us; 16: 471 vs 294 us; 32: 999 vs 514 us;
-//   64: 1923 vs 1160 us; 512: 16.7 vs 10.1 ms (chunk 32: 1059 us and 9.0 ms; a second run
-//   under load: 64: 2012 vs 1407 (32: 1267) us; 512: 18.0 vs 9.7 (32: 10.9) ms).
-// AVX2 has no chunked body (the chunked form there is the float64 reference: 512 tokens 514 ms
-// vs 28.4 ms per token); nor does a ds that is not a multiple of 16.
+// Why from 8 tokens on AVX-512 only: bench/ssm_scan_bench.cpp at the Granite-4.0-H-Micro layer
+// shape puts the chunked form ahead of the per-token scan from 8 tokens per call, about twice as
+// fast at 512 (figures: bench/RESULTS.md, "Other hybrids"). AVX2 has no chunked body (the chunked
+// form there is the float64 reference, slower than its per-token scan at every length); nor does
+// a ds that is not a multiple of 16.
 bool ssm_scan_prefers_chunked(CpuTier tier, const SsmScanInput& in) {
   return tier_has(tier, CpuTier::Avx512Vnni) && in.ds > 0 && in.ds % 16 == 0 && in.T >= 8;
 }

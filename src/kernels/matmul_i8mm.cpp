@@ -14,20 +14,7 @@ namespace {
 
 constexpr int kMaxCols = neon::kMaxCols;
 
-inline float half_to_float(uint16_t h) { return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0); }
-
-inline void load_block(const BlockQ8_0* x, int8x16_t& lo, int8x16_t& hi, float& d) {
-  lo = vld1q_s8(x->qs);
-  hi = vld1q_s8(x->qs + 16);
-  d = half_to_float(x->d);
-}
-inline void load_block(const BlockQ4_0* x, int8x16_t& lo, int8x16_t& hi, float& d) {
-  const uint8x16_t q = vld1q_u8(x->qs);
-  const int8x16_t eight = vdupq_n_s8(8);
-  lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0F))), eight);
-  hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), eight);
-  d = half_to_float(x->d);
-}
+#include "kernels/matmul_neon_blocks.h"
 
 // Two 32-byte rows u, v (each as lo/hi halves) as the four SMMLA operands: operand k holds bytes
 // 8k..8k+7 of u, then of v (a 2×8 matrix, row-major).

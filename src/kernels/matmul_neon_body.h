@@ -20,24 +20,7 @@ inline int32x4_t dot16(int32x4_t acc, int8x16_t a, int8x16_t b) {
 #endif
 }
 
-inline float half_to_float(uint16_t h) {
-  return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
-}
-
-// One weight block as two registers of signed codes (elements 0..15, 16..31) and its scale.
-inline void load_block(const BlockQ8_0* x, int8x16_t& lo, int8x16_t& hi, float& d) {
-  lo = vld1q_s8(x->qs);
-  hi = vld1q_s8(x->qs + 16);
-  d = half_to_float(x->d);
-}
-inline void load_block(const BlockQ4_0* x, int8x16_t& lo, int8x16_t& hi, float& d) {
-  // Low nibbles are elements 0..15, high nibbles 16..31 (ggml's block_q4_0); codes minus 8.
-  const uint8x16_t q = vld1q_u8(x->qs);
-  const int8x16_t eight = vdupq_n_s8(8);
-  lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0F))), eight);
-  hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), eight);
-  d = half_to_float(x->d);
-}
+#include "kernels/matmul_neon_blocks.h"
 
 template <typename B>
 void rows_q(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_0* const* a, int nc,

@@ -85,7 +85,10 @@ CpuTier initial_tier() {
       // Neither at nor below the best tier of this machine's family: a tier of the other
       // instruction set (lowering to it would mean scalar, which is not what was asked).
       if (tier_isa(*forced) != tier_isa(t) && t != CpuTier::Scalar)
-        std::fprintf(stderr, "tandem: TANDEM_CPU_PATH='%s' is a tier of another instruction set; ignored\n", env);
+        std::fprintf(stderr,
+                     "tandem: TANDEM_CPU_PATH='%s' is a tier of another instruction set than this machine's "
+                     "(best tier %s); ignored\n",
+                     env, cpu_tier_name(t));
     } else {
       t = *forced;
     }

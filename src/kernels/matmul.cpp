@@ -63,9 +63,13 @@ bool avx2_only_kernel(GgmlType t) { return t == GgmlType::Q5_0 || t == GgmlType:
 using Path = MatmulPath;
 
 // Types with an Arm64 row kernel (matmul_neon.h): Q4_0 / Q8_0 on every Arm tier (SMULL, SDOT,
-// SMMLA), F32 / F16 on neon's float kernels; the others run the scalar reference there.
+// SMMLA), the K-quants on SMULL or SDOT (i8mm runs dotprod's), F32 / F16 on neon's float
+// kernels; the others (Q4_1, Q5_0, Q5_1, BF16, Q8_K) run the scalar reference there.
 bool arm_int8_kernel(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }
-bool arm_has_kernel(GgmlType t) { return arm_int8_kernel(t) || t == GgmlType::F32 || t == GgmlType::F16; }
+bool arm_kquant_kernel(GgmlType t) { return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K; }
+bool arm_has_kernel(GgmlType t) {
+  return arm_int8_kernel(t) || arm_kquant_kernel(t) || t == GgmlType::F32 || t == GgmlType::F16;
+}
 
 // Q4_K, Q5_K and Q6_K: packed for the vector units from Avx512Vnni up (and for the tiles on Amx).
 bool kquant_packed_kernel(GgmlType t) { return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K; }
@@ -101,10 +105,8 @@ Path choose_path(GgmlType t, CpuTier tier, int64_t T, bool packed, bool few_toke
   if (tier_has(tier, CpuTier::Neon)) {
     // Arm64: no packed layouts (yet); SMMLA from two tokens (two columns per instruction), SDOT
     // for one, the same bits either way (matmul_neon.h).
-    if (arm_int8_kernel(t)) {
-      if (tier_has(tier, CpuTier::I8mm) && T >= 2) return Path::I8mm;
-      if (tier_has(tier, CpuTier::Dotprod)) return Path::Dotprod;
-    }
+    if (arm_int8_kernel(t) && tier_has(tier, CpuTier::I8mm) && T >= 2) return Path::I8mm;
+    if ((arm_int8_kernel(t) || arm_kquant_kernel(t)) && tier_has(tier, CpuTier::Dotprod)) return Path::Dotprod;
     return arm_has_kernel(t) ? Path::Neon : Path::Scalar;
   }
   if (tier_has(tier, CpuTier::Amx)) {
@@ -268,31 +270,32 @@ const A* const* column_rows(const Prepared& p, int64_t c0, int nc, const A** out
   return out;
 }
 
-#ifdef TANDEM_ARCH_X86
-// One AVX2 row kernel over weight rows [0, nr) for columns [c0, c0 + nc): the columns' activation
-// rows, as blocks of A (the weight type's vec_dot layout), then the kernel.
+// One row kernel (AVX2 or Arm) over weight rows [0, nr) for columns [c0, c0 + nc): the columns'
+// activation rows, as blocks of A (the weight type's vec_dot layout), then the kernel.
 template <typename A>
-void avx2_rows(void (*kernel)(const uint8_t*, size_t, int64_t, int64_t, int64_t, const A* const*, int, float*, int64_t),
+void rows_kernel(void (*kernel)(const uint8_t*, size_t, int64_t, int64_t, int64_t, const A* const*, int, float*, int64_t),
                const Prepared& p, const WeightMatrix& W, const uint8_t* w, int64_t nr, int64_t c0, int nc, float* y,
                int64_t ldy) {
   const A* a[kCols];
   kernel(w, W.row_stride, p.n, 0, nr, column_rows(p, c0, nc, a), nc, y, ldy);
 }
 
+#ifdef TANDEM_ARCH_X86
+
 // Weight rows [0, nr) from w (row 0 of the task) for columns [c0, c0 + nc), nc <= 8, on AVX2.
 void run_rows_avx2(const Prepared& p, const WeightMatrix& W, const uint8_t* w, int64_t nr, int64_t c0, int nc,
                    float* y, int64_t ldy) {
   switch (W.type) {
-    case GgmlType::Q4_0: return avx2_rows(avx2::rows_q4_0, p, W, w, nr, c0, nc, y, ldy);
-    case GgmlType::Q8_0: return avx2_rows(avx2::rows_q8_0, p, W, w, nr, c0, nc, y, ldy);
-    case GgmlType::Q5_0: return avx2_rows(avx2::rows_q5_0, p, W, w, nr, c0, nc, y, ldy);
-    case GgmlType::Q4_1: return avx2_rows(avx2::rows_q4_1, p, W, w, nr, c0, nc, y, ldy);
-    case GgmlType::Q5_1: return avx2_rows(avx2::rows_q5_1, p, W, w, nr, c0, nc, y, ldy);
-    case GgmlType::Q4_K: return avx2_rows(avx2::rows_q4_K, p, W, w, nr, c0, nc, y, ldy);
-    case GgmlType::Q5_K: return avx2_rows(avx2::rows_q5_K, p, W, w, nr, c0, nc, y, ldy);
-    case GgmlType::Q6_K: return avx2_rows(avx2::rows_q6_K, p, W, w, nr, c0, nc, y, ldy);
-    case GgmlType::F32: return avx2_rows(avx2::rows_f32, p, W, w, nr, c0, nc, y, ldy);
-    default: return avx2_rows(avx2::rows_f16, p, W, w, nr, c0, nc, y, ldy);  // F16
+    case GgmlType::Q4_0: return rows_kernel(avx2::rows_q4_0, p, W, w, nr, c0, nc, y, ldy);
+    case GgmlType::Q8_0: return rows_kernel(avx2::rows_q8_0, p, W, w, nr, c0, nc, y, ldy);
+    case GgmlType::Q5_0: return rows_kernel(avx2::rows_q5_0, p, W, w, nr, c0, nc, y, ldy);
+    case GgmlType::Q4_1: return rows_kernel(avx2::rows_q4_1, p, W, w, nr, c0, nc, y, ldy);
+    case GgmlType::Q5_1: return rows_kernel(avx2::rows_q5_1, p, W, w, nr, c0, nc, y, ldy);
+    case GgmlType::Q4_K: return rows_kernel(avx2::rows_q4_K, p, W, w, nr, c0, nc, y, ldy);
+    case GgmlType::Q5_K: return rows_kernel(avx2::rows_q5_K, p, W, w, nr, c0, nc, y, ldy);
+    case GgmlType::Q6_K: return rows_kernel(avx2::rows_q6_K, p, W, w, nr, c0, nc, y, ldy);
+    case GgmlType::F32: return rows_kernel(avx2::rows_f32, p, W, w, nr, c0, nc, y, ldy);
+    default: return rows_kernel(avx2::rows_f16, p, W, w, nr, c0, nc, y, ldy);  // F16
   }
 }
 #endif
@@ -302,23 +305,21 @@ void run_rows_avx2(const Prepared& p, const WeightMatrix& W, const uint8_t* w, i
 void run_rows_arm(const Prepared& p, const WeightMatrix& W, const uint8_t* w, int64_t nr, int64_t c0, int nc,
                   float* y, int64_t ldy) {
   switch (W.type) {
-    case GgmlType::F32: {
-      const auto* const* a = static_cast<const float* const*>(p.views);
-      return neon::rows_f32(w, W.row_stride, p.n, 0, nr, a + c0, nc, y, ldy);
-    }
-    case GgmlType::F16: {
-      const auto* const* a = static_cast<const uint16_t* const*>(p.views);
-      return neon::rows_f16(w, W.row_stride, p.n, 0, nr, a + c0, nc, y, ldy);
-    }
+    case GgmlType::F32: return rows_kernel(neon::rows_f32, p, W, w, nr, c0, nc, y, ldy);
+    case GgmlType::F16: return rows_kernel(neon::rows_f16, p, W, w, nr, c0, nc, y, ldy);
+    case GgmlType::Q4_K:
+      return rows_kernel(p.path == Path::Neon ? neon::rows_q4_K : dotprod::rows_q4_K, p, W, w, nr, c0, nc, y, ldy);
+    case GgmlType::Q5_K:
+      return rows_kernel(p.path == Path::Neon ? neon::rows_q5_K : dotprod::rows_q5_K, p, W, w, nr, c0, nc, y, ldy);
+    case GgmlType::Q6_K:
+      return rows_kernel(p.path == Path::Neon ? neon::rows_q6_K : dotprod::rows_q6_K, p, W, w, nr, c0, nc, y, ldy);
     default: break;
   }
-  const BlockQ8_0* a[kCols];
-  column_rows(p, c0, nc, a);
   const bool q4 = W.type == GgmlType::Q4_0;
   auto* kernel = p.path == Path::I8mm      ? (q4 ? i8mm::rows_q4_0 : i8mm::rows_q8_0)
                  : p.path == Path::Dotprod ? (q4 ? dotprod::rows_q4_0 : dotprod::rows_q8_0)
                                            : (q4 ? neon::rows_q4_0 : neon::rows_q8_0);
-  kernel(w, W.row_stride, p.n, 0, nr, a, nc, y, ldy);
+  rows_kernel(kernel, p, W, w, nr, c0, nc, y, ldy);
 }
 #endif
 

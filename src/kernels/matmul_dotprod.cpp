@@ -3,6 +3,8 @@
 // when the hwcaps report ASIMDDP (runtime/cpu_features.h).
 #include <arm_neon.h>
 
+#include <type_traits>
+
 #include "kernels/matmul_neon.h"
 
 namespace tandem::kernels::dotprod {

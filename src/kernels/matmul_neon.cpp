@@ -4,6 +4,8 @@
 // here, which every Arm tier uses (dotprod and i8mm add nothing for floats).
 #include <arm_neon.h>
 
+#include <type_traits>
+
 #include "kernels/matmul_neon.h"
 
 namespace tandem::kernels::neon {

@@ -16,7 +16,9 @@
 // Instruction mix per 32-weight block and column (what decides speed on a device; not measured
 // here): neon Q8_0 4 SMULL/SMULL2 + 4 SADALP; dotprod Q8_0 2 SDOT; i8mm 4 SMMLA per block of 2
 // rows × 2 columns (32 products each, no horizontal sum); Q4_0 adds the nibble unpack (AND,
-// USHR, SUB) once per block, shared by the columns (docs/arm64.md).
+// USHR, SUB) once per block, shared by the columns; K-quants per 256-weight super-block and
+// column 16 SDOT (or 32 SMULL + 32 SADALP) and 8 or 16 MLA by the sub-block scales
+// (docs/arm64.md).
 #pragma once
 
 #include <cstddef>
@@ -32,6 +34,14 @@ void rows_q4_0(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r
                float* y, int64_t ldy);
 void rows_q8_0(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_0* const* a, int nc,
                float* y, int64_t ldy);
+// K-quants against block_q8_K: the integer sums exact, the float step vec_dot_ref's own, so
+// every Arm tier gives the reference's bits (matmul_neon_body.h). i8mm runs dotprod's.
+void rows_q4_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a, int nc,
+               float* y, int64_t ldy);
+void rows_q5_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a, int nc,
+               float* y, int64_t ldy);
+void rows_q6_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a, int nc,
+               float* y, int64_t ldy);
 // F32 weights and activations; F16 weights with activations already rounded to F16 (as ggml
 // does). Four lanes × four accumulators per column, fused multiply-adds, then the lanes' sum.
 void rows_f32(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const float* const* a, int nc,
@@ -44,6 +54,12 @@ namespace dotprod {
 void rows_q4_0(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_0* const* a, int nc,
                float* y, int64_t ldy);
 void rows_q8_0(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_0* const* a, int nc,
+               float* y, int64_t ldy);
+void rows_q4_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a, int nc,
+               float* y, int64_t ldy);
+void rows_q5_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a, int nc,
+               float* y, int64_t ldy);
+void rows_q6_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a, int nc,
                float* y, int64_t ldy);
 }  // namespace dotprod
 

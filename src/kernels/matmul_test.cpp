@@ -358,6 +358,37 @@ TEST_P(MatmulTest, ArmTiersGiveTheSameBits) {
   }
 }
 
+// The Arm K-quant kernels keep the scalar reference's float step (matmul_neon_body.h), so on every
+// Arm tier a K-quant product is the scalar tier's bit for bit, one token or several, at row
+// counts that do not fill a column group.
+TEST_P(MatmulTest, ArmKQuantsGiveTheScalarBits) {
+  const Case c = GetParam();
+  if (c.type != GgmlType::Q4_K && c.type != GgmlType::Q5_K && c.type != GgmlType::Q6_K)
+    GTEST_SKIP() << "not a K-quant with an Arm kernel";
+  if (!tier_has(cpu_features().best_tier(), CpuTier::Neon))
+    GTEST_SKIP() << "not an Arm machine (" << cpu_tier_name(cpu_features().best_tier()) << ")";
+  std::mt19937 rng(static_cast<uint32_t>(c.cols * 23 + 5));
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const int64_t rows = 11;
+  RandomWeights rw(c.type, c.cols, rows, rng, 1.0f);
+  for (int64_t T : {1, 3, 9}) {
+    std::vector<float> x(static_cast<size_t>(T * c.cols));
+    for (auto& v : x) v = nd(rng);
+    KernelContext scalar_ctx(CpuTier::Scalar);
+    std::vector<float> want(static_cast<size_t>(T * rows), NAN);
+    matmul(rw.W, x.data(), c.cols, T, want.data(), rows, scalar_ctx);
+    for (CpuTier tier : {CpuTier::Neon, CpuTier::Dotprod, CpuTier::I8mm}) {
+      if (clamp_to_machine(tier) != tier) continue;
+      KernelContext ctx(tier);
+      const std::string path = matmul_path_name(matmul_path(rw.W, T, ctx));
+      EXPECT_NE(path, "scalar") << ggml_type_name(c.type) << " on " << cpu_tier_name(tier);
+      std::vector<float> got(want.size(), NAN);
+      matmul(rw.W, x.data(), c.cols, T, got.data(), rows, ctx);
+      ASSERT_EQ(got, want) << ggml_type_name(c.type) << " " << cpu_tier_name(tier) << " (" << path << ") T=" << T;
+    }
+  }
+}
+
 // The dispatcher on this machine: the tier a KernelContext holds is the one asked for where the
 // machine has it and lower where not (never a tier of the other instruction set), and the path it
 // takes for Q8_0 is that tier's. Asking every tier of every family runs its product, so on a core

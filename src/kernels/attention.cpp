@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/attention_avx2.h"
+#include "kernels/attention_neon.h"
 #include "kernels/attention_avx512.h"
 
 namespace tandem::kernels {
@@ -30,7 +31,7 @@ void attention_causal(CpuTier tier, const AttentionInput& in, ScratchBuffer& scr
 
 void attention_rows(CpuTier tier, const AttentionRows& rows, int head_dim, float scale, const float* k_cache,
                     const float* v_cache, int64_t kv_stride, ScratchBuffer& scratch) {
-  // The AVX-512 and AVX2 bodies take the same arguments and a scores buffer of n × longest floats.
+  // The AVX-512, AVX2 and NEON bodies take the same arguments and a scores buffer of n × longest floats.
   using Body = void (*)(int, const float* const*, float* const*, const int64_t*, int, float, const float*,
                         const float*, int64_t, float*);
   Body body = nullptr;
@@ -39,6 +40,9 @@ void attention_rows(CpuTier tier, const AttentionRows& rows, int head_dim, float
          : tier_has(tier, CpuTier::Avx512Vnni) ? static_cast<Body>(avx512::attention_rows)
          : tier_has(tier, CpuTier::Avx2)       ? static_cast<Body>(avx2::attention_rows)
                                                : nullptr;
+#endif
+#ifdef TANDEM_ARCH_ARM64
+  body = head_dim % 16 == 0 && tier_has(tier, CpuTier::Neon) ? static_cast<Body>(neon::attention_rows) : nullptr;
 #endif
   if (body) {
     int64_t longest = 0;

@@ -4,6 +4,7 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "kernels/attention_softmax.h"
 #include "kernels/simd_avx2.h"
 
 namespace tandem::kernels::avx2 {
@@ -68,19 +69,8 @@ void attention_rows(int n, const float* const* q, float* const* out, const int64
     // Softmax per row, as attention_causal_ref; weights past n_kv are zero.
     int64_t n_pos = 0;
     for (int r = r0; r < r0 + nr; ++r) {
-      float* sr = scores + r * ld;
-      const int64_t m = n_kv[r];
-      n_pos = m > n_pos ? m : n_pos;
-      float mx = -INFINITY;
-      for (int64_t p = 0; p < m; ++p) mx = fmaxf(mx, sr[p]);
-      double sum = 0.0;
-      for (int64_t p = 0; p < m; ++p) {
-        sr[p] = expf(sr[p] - mx);
-        sum += sr[p];
-      }
-      const float inv = static_cast<float>(1.0 / sum);
-      for (int64_t p = 0; p < m; ++p) sr[p] = sr[p] * inv;
-      for (int64_t p = m; p < longest; ++p) sr[p] = 0.0f;
+      n_pos = n_kv[r] > n_pos ? n_kv[r] : n_pos;
+      softmax_scores_row(scores + r * ld, n_kv[r], longest);
     }
     for (int c0 = 0; c0 < hd; c0 += 16) pv_block(r0, nr, scores, ld, n_pos, v_cache, kv_stride, c0, out);
   }

@@ -6,6 +6,7 @@
 
 #include "kernels/delta_rule_avx2.h"
 #include "kernels/delta_rule_avx512.h"
+#include "kernels/delta_rule_neon.h"
 
 namespace tandem::kernels {
 
@@ -202,7 +203,7 @@ void delta_rule_chunked_ref(const DeltaRuleInput& in, float* state, ScratchBuffe
 }
 
 // Run-time dispatch: the AVX-512 bodies need d to be a multiple of 16 (one zmm of keys), the AVX2
-// one a multiple of 8.
+// and NEON ones a multiple of 8.
 void delta_rule_recurrent(CpuTier tier, const DeltaRuleInput& in, float* state, float* snapshots,
                           int64_t snapshot_from) {
 #ifdef TANDEM_ARCH_X86
@@ -210,6 +211,10 @@ void delta_rule_recurrent(CpuTier tier, const DeltaRuleInput& in, float* state, 
     return avx512::delta_rule_recurrent(in, state, snapshots, snapshot_from);
   if (tier_has(tier, CpuTier::Avx2) && in.d > 0 && in.d % 8 == 0)
     return avx2::delta_rule_recurrent(in, state, snapshots, snapshot_from);
+#endif
+#ifdef TANDEM_ARCH_ARM64
+  if (tier_has(tier, CpuTier::Neon) && in.d > 0 && in.d % 8 == 0)
+    return neon::delta_rule_recurrent(in, state, snapshots, snapshot_from);
 #endif
   delta_rule_recurrent_ref(in, state, snapshots, snapshot_from);
 }

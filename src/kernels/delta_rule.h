@@ -13,7 +13,8 @@
 // Each has a scalar reference (*_ref, float state, double intermediates in the
 // chunked one) and a faster body chosen per call from the caller's CPU tier (the
 // first argument; a model's KernelContext::tier) and d (delta_rule_avx512.cpp:
-// float32, AVX-512, for d a multiple of 16; delta_rule_avx2.cpp: per token, d a multiple of 8).
+// float32, AVX-512, for d a multiple of 16; delta_rule_avx2.cpp and delta_rule_neon.cpp: per
+// token, d a multiple of 8).
 //
 // Both can hand back intermediate states so that checkpoints and speculative
 // rollback states cost no extra pass:

@@ -7,7 +7,7 @@
 #
 #   bash scripts/arm64-smoke.sh [X86_BUILD_DIR] [ARM64_BUILD_DIR]     (default build, build-arm64)
 #
-# Needs build/tandem-gen-model and build/tandem-server (x86), build-arm64/tandem-server, and
+# Needs build/tandem-gen-model and build/tandem-server (x86), the static build-arm64/tandem-server, and
 # qemu-user-static. Prompts are short and max_tokens 12: under emulation a tiny model's prompt
 # and a dozen decode steps take seconds.
 set -euo pipefail
@@ -18,6 +18,11 @@ qemu=$(command -v qemu-aarch64-static) || { echo "FAILED: qemu-aarch64-static no
 for f in "$x86/tandem-gen-model" "$x86/tandem-server" "$arm/tandem-server"; do
   [ -x "$f" ] || { echo "FAILED: $f is missing (build it first)"; exit 1; }
 done
+# The phone binary is one static file (issue 29): no program interpreter, no shared libraries.
+if readelf -l "$arm/tandem-server" | grep -q 'program interpreter'; then
+  echo "FAILED: $arm/tandem-server is dynamically linked (configure with -DTANDEM_STATIC=ON, scripts/arm64-tests.sh)"
+  exit 1
+fi
 work=$(mktemp -d)
 pid=""
 cleanup() {
@@ -32,7 +37,7 @@ trap cleanup EXIT
 
 model="$work/tiny-q4_0.gguf"
 "$x86/tandem-gen-model" --preset tiny --type Q4_0 --threads 2 -o "$model" >/dev/null
-body='{"messages":[{"role":"user","content":"Open the settings and turn on dark mode."}],"max_tokens":12,"temperature":0}'
+body='{"messages":[{"role":"user","content":"Open the settings and turn on dark mode."}],"max_tokens":12,"temperature":0,"logprobs":true}'
 
 # run NAME EXPECTED_TIER COMMAND...: start a server, ask once, keep the answer's text and tokens.
 run() {
@@ -54,23 +59,35 @@ run() {
     -d "$body" > "$work/$name.json" || { echo "FAILED: $name: request failed"; cat "$log"; exit 1; }
   kill "$pid"; wait "$pid" 2>/dev/null || true
   pid=""
-  # The greedy answer: its text and token count (choices[0].message.content, usage).
-  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(json.dumps([r["choices"][0]["message"]["content"], r["usage"]["completion_tokens"]]))' \
-    "$work/$name.json" > "$work/$name.answer"
-  echo "  $name ($tier): $(cat "$work/$name.answer")"
+  # The greedy answer: its text, token count and each token's bytes (choices[0].logprobs); and,
+  # apart, each token's log-probability: all Arm tiers compute the same bits (docs/arm64.md), so
+  # those must agree among them to the last digit; x86's float kernels round differently.
+  python3 - "$work/$name.json" "$work/$name.answer" "$work/$name.logprobs" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+c = r["choices"][0]
+toks = c["logprobs"]["content"]
+json.dump([c["message"]["content"], r["usage"]["completion_tokens"], [t["bytes"] for t in toks]], open(sys.argv[2], "w"))
+json.dump([t["logprob"] for t in toks], open(sys.argv[3], "w"))
+PY
+  echo "  $name ($tier): $(python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); print(json.dumps(a[:2]))' "$work/$name.answer")"
 }
 
 echo "== Arm64 smoke: tandem-server on x86 and under qemu per Arm tier"
 run x86 "" "$x86/tandem-server"
-run neon neon "$qemu" -cpu cortex-a53 -L /usr/aarch64-linux-gnu "$arm/tandem-server"
-run dotprod dotprod "$qemu" -cpu cortex-a76 -L /usr/aarch64-linux-gnu "$arm/tandem-server"
-run i8mm i8mm "$qemu" -cpu max -L /usr/aarch64-linux-gnu "$arm/tandem-server"
+run neon neon "$qemu" -cpu cortex-a53 "$arm/tandem-server"
+run dotprod dotprod "$qemu" -cpu cortex-a76 "$arm/tandem-server"
+run i8mm i8mm "$qemu" -cpu max "$arm/tandem-server"
 status=0
 for t in neon dotprod i8mm; do
   if ! cmp -s "$work/x86.answer" "$work/$t.answer"; then
-    echo "FAILED: the $t answer differs from x86's"
+    echo "FAILED: the $t answer (tokens) differs from x86's"
+    status=1
+  fi
+  if ! cmp -s "$work/neon.logprobs" "$work/$t.logprobs"; then
+    echo "FAILED: the $t tokens' log-probabilities differ from neon's: $(cat "$work/$t.logprobs") vs $(cat "$work/neon.logprobs")"
     status=1
   fi
 done
-[ "$status" = 0 ] && echo "Arm64 smoke: 4 passed, 0 failed (the same greedy answer on x86, neon, dotprod, i8mm)"
+[ "$status" = 0 ] && echo "Arm64 smoke: 4 passed, 0 failed (the same greedy tokens on x86, neon, dotprod, i8mm; the same log-probabilities on the three Arm tiers)"
 exit "$status"

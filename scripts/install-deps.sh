@@ -7,13 +7,15 @@ pkgs=(cmake ninja-build g++ ccache pkg-config libstb-dev libgtest-dev libgmock-d
       libcpp-httplib-dev python3-numpy clang libclang-rt-14-dev gnuplot-nox
       libicu-dev  # ICU: tokenizer Unicode classes
       json-schema-test-suite python3-jsonschema)  # the JSON Schema -> GBNF conformance test
-# The Arm64 step (scripts/arm64-tests.sh) only when asked for: `--arm64` or TANDEM_ARM64_CI=1.
-# It enables Debian's arm64 multiarch, which the x86 build and tests do not need.
+# The Arm64 step's packages (scripts/arm64-tests.sh) only when asked for: `--arm64` (as
+# scripts/test.sh does) or TANDEM_ARM64_CI=1. They enable Debian's arm64 multiarch, which the x86
+# build, the tests and the demo do not need.
 arm64=0
 [ "${1:-}" = "--arm64" ] && arm64=1
 [ "${TANDEM_ARM64_CI:-0}" = 1 ] && arm64=1
 if [ "$arm64" = 1 ]; then
   pkgs+=(g++-aarch64-linux-gnu qemu-user-static curl  # cross compiler, emulator, smoke test
+         dpkg-dev  # dpkg-source: scripts/httplib-static.sh unpacks Debian's cpp-httplib source
          # the Arm64 build's libraries (multiarch; header-only ones are shared with x86)
          libicu-dev:arm64 libgtest-dev:arm64 libstb-dev:arm64 libcpp-httplib-dev:arm64
          libssl-dev:arm64 zlib1g-dev:arm64 libbrotli-dev:arm64)

@@ -10,8 +10,8 @@
 # tier (CpuFeatures.BestTierIsTheExpectedOne); on the older models the higher tiers' kernels are
 # asked for and must not be reached (an SDOT or SMMLA there dies of SIGILL).
 #
-# Which tests, and why (CI's whole run must stay under 45 minutes on 2 cores; under emulation the
-# whole tandem_port_tests takes ~5 minutes per tier here): tandem_port_tests (CMakeLists.txt) holds
+# Which tests, and why (CI's whole run must stay under 45 minutes on 2 cores, and emulation is
+# slow: the times per tier are in docs/arm64.md): tandem_port_tests (CMakeLists.txt) holds
 # the kernel suites (every Arm kernel against its scalar reference on random inputs with odd sizes,
 # the Arm tiers' bit-equality, the dispatcher, and the scalar kernels that run unchanged on Arm),
 # the quantisation formats (ggml's bit-exact blocks) and the golden-logits tests (every golden file

@@ -36,9 +36,11 @@ struct GenOptions {
   // Sparse: a share `sparse_rate` of screens draw their list on a canvas the accessibility tree
   // does not describe (the rows stay clickable, unlabelled), and a step attaches a screenshot when
   // its accessibility data is sparse (screen_is_sparse). All: every step attaches one. With
-  // screenshots on, a step after a "wait", and with probability `unchanged_rate` a step after any
-  // other action (the app still loading, a tap with no effect), sees the same screen again: the
-  // same screenshot, which the server's encoder cache recognises.
+  // screenshots on, a sparse step's record says "needs_image" when its expected action reads the
+  // list's rows, which only the picture shows.
+  // `unchanged_rate`: the chance that a screen which loads is still loading after the first wait
+  // (the second wait sees the same screen: the same screenshot, which the server's encoder cache
+  // recognises).
   enum class Screenshots { Off, Sparse, All };
   Screenshots screenshots = Screenshots::Off;
   double sparse_rate = 0.25;

@@ -98,7 +98,9 @@ BuiltPrompt build_prompt(const Observation& obs, const std::vector<HistoryEntry>
                          const PromptLayout& layout = {});
 
 struct RequestOptions {
-  int64_t max_tokens = 16;  // an action is ~14 tokens (paper §3.1)
+  // An action is ~14 tokens (paper §3.1), but an input's text or a finish's message makes it longer:
+  // 64 holds every answer the generator expects even counted in bytes (episode_gen.cpp checks it).
+  int64_t max_tokens = 64;
   double temperature = 0;  // greedy, as the agent decodes
 };
 

@@ -9,7 +9,7 @@ namespace tandem::agent {
 using ojson = nlohmann::ordered_json;
 
 const std::vector<std::string>& trace_fields() {
-  static const std::vector<std::string> f = {"episode", "step", "app", "task", "expected_action", "image"};
+  static const std::vector<std::string> f = {"episode", "step", "app", "task", "expected_action", "image", "needs_image"};
   return f;
 }
 
@@ -21,6 +21,7 @@ ojson TraceRecord::to_line() const {
   if (!task.empty()) j["task"] = task;
   if (expected_action) j["expected_action"] = *expected_action;
   if (!image.empty()) j["image"] = image;
+  if (needs_image) j["needs_image"] = true;
   return j;
 }
 
@@ -55,6 +56,11 @@ TraceRecord parse_trace_line(const std::string& line, int64_t line_no) {
   if (j.contains("expected_action")) {
     if (!j["expected_action"].is_null()) r.expected_action = j["expected_action"];
     j.erase("expected_action");
+  }
+  if (j.contains("needs_image")) {
+    if (!j["needs_image"].is_boolean()) throw TraceError("\"needs_image\" must be a boolean");
+    r.needs_image = j["needs_image"].get<bool>();
+    j.erase("needs_image");
   }
   if (!j.contains("messages") || !j["messages"].is_array() || j["messages"].empty())
     throw TraceError("the request body needs a non-empty \"messages\" array");

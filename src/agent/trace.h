@@ -3,7 +3,10 @@
 //
 //   {"messages": [{"role": "user", "content": "..."}], "max_tokens": 32, "temperature": 0,
 //    "episode": "e1", "step": 3, "app": "Clock", "task": "Set an alarm for 7:00",
-//    "expected_action": {"action": "tap", "index": 4}, "image": "screens/e1-3.png"}
+//    "expected_action": {"action": "tap", "index": 4}, "image": "screens/e1-3.png", "needs_image": true}
+//
+// "needs_image": the expected action depends on what only the screenshot shows (a sparse screen's
+// unlabelled rows), so a text-only check leaves the step out.
 //
 // Lines of one episode are replayed in order on one slot; the replay keeps the file order
 // (the paper's trace: 21 single screens, then 5 episodes of 8 steps, 61 requests).
@@ -32,6 +35,7 @@ struct TraceRecord {
   std::string app, task;
   std::optional<nlohmann::ordered_json> expected_action;
   std::string image;
+  bool needs_image = false;
   int64_t line = 0;             // 1-based line in the file (0: not read from a file)
 
   // The line as written: body + trace fields.

@@ -348,11 +348,15 @@ void AppEpisode::enter_goal() {
   cur_.toast = t.done;
 }
 
-HistoryEntry AppEpisode::expected() const {
+HistoryEntry AppEpisode::expected(bool indexed) const {
   HistoryEntry h;
   Action& a = h.action;
-  const std::vector<Control> controls = flatten_controls(render(cur_));
+  // Indices need the screen as the agent reads it; a path's length does not.
+  std::vector<Control> controls;
+  if (indexed) controls = flatten_controls(render(cur_));
+  static const Control unindexed;
   auto index_of = [&](auto pred) -> const Control* {
+    if (!indexed) return &unindexed;
     for (const Control& c : controls)
       if (pred(c)) return &c;
     throw std::logic_error("episode: no control for the expected action on \"" + cur_.title + "\"");
@@ -513,7 +517,7 @@ int path_length(const Task& task, const EpisodePlan& plan, bool tap_first, Rng r
   AppEpisode e(task, plan, tap_first, rng);
   int n = 0;
   while (!e.finished() && n < 64) {
-    e.apply(e.expected());
+    e.apply(e.expected(false));
     ++n;
   }
   if (!e.finished()) throw std::logic_error("episode: a path of " + task.str() + " does not finish");

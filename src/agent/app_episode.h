@@ -40,8 +40,9 @@ class AppEpisode {
   const Task& task() const { return task_; }
   const AppScreen& screen() const { return cur_; }
   bool finished() const { return finished_; }
-  // The action a careful agent takes on this screen, with the label of the control it touches.
-  HistoryEntry expected() const;
+  // The action a careful agent takes on this screen, with the label of the control it touches
+  // (indexed = false: without the index and label, which only the rendered screen gives).
+  HistoryEntry expected(bool indexed = true) const;
   // Whether expected() reads the list's rows (their texts): on a screen that draws them on a
   // canvas, only the screenshot shows them.
   bool reads_rows() const;

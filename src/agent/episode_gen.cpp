@@ -206,14 +206,16 @@ std::vector<GeneratedRequest> generate_trace(const GenOptions& opt) {
     GeneratedRequest g;
     const json full = render(ep.screen());
     const bool same = !prev_full.is_null() && full == prev_full;
-    if (shots && ep.screen().title != prev_title) {
-      // A new screen: does it draw its list on a canvas the tree does not describe?
-      const json canvas = render(ep.screen(), true);
-      sparse = chance(shot_rng, opt.sparse_rate) && screen_is_sparse(canvas);
-    }
+    // A new screen: does it draw its list on a canvas the tree does not describe? The tree then
+    // lacks the rows' texts, and the agent's rule attaches a screenshot when it is sparse; a
+    // canvas with too few rows to trip the rule is shown in full (the agent would not look).
+    if (shots && ep.screen().title != prev_title) sparse = chance(shot_rng, opt.sparse_rate);
+    json canvas;
+    if (shots && sparse) canvas = render(ep.screen(), true);
+    const bool stripped = shots && sparse && screen_is_sparse(canvas);
     g.observation.app = ep.task().app->name;
     g.observation.task = ep.task().str();
-    g.observation.tree = shots && sparse ? render(ep.screen(), true) : full;
+    g.observation.tree = stripped ? canvas : full;
     g.observation.date = date_at(opt.date, minutes);
     if (shots) {
       g.screen = full;
@@ -231,7 +233,7 @@ std::vector<GeneratedRequest> generate_trace(const GenOptions& opt) {
     g.record.app = ep.task().app->name;
     g.record.task = ep.task().str();
     g.record.expected_action = to_json(ep.expected().action);
-    g.record.needs_image = shots && sparse && ep.reads_rows();
+    g.record.needs_image = stripped && ep.reads_rows();
     out.push_back(std::move(g));
     prev_full = full;
     prev_title = ep.screen().title;

@@ -48,8 +48,9 @@ std::vector<std::string> row_details(const AppMap& app, Rng& rng) {
   if (n == "WeChat") return {pick(rng, messages), fmt("%02d:%02d", uniform(rng, 7, 22), uniform(rng, 0, 59))};
   if (n == "Alipay") return {fmt("Last paid ¥%d.%02d", uniform(rng, 5, 500), uniform(rng, 0, 99))};
   if (n == "Amap" || n == "DiDi") return {fmt("%d.%d km", uniform(rng, 0, 30), uniform(rng, 0, 9))};
-  if (n == "Douyin" || n == "Bilibili") return {fmt("%d.%dK views", uniform(rng, 1, 999), uniform(rng, 0, 9))};
-  if (n == "NetEase Music" || n == "QQ Music") return {pick(rng, artists)};
+  if (n == "Douyin" || n == "Bilibili")
+    return {fmt("%d.%dK views", uniform(rng, 1, 999), uniform(rng, 0, 9)), fmt("%d:%02d", uniform(rng, 0, 20), uniform(rng, 0, 59))};
+  if (n == "NetEase Music" || n == "QQ Music") return {pick(rng, artists), fmt("%d:%02d", uniform(rng, 2, 5), uniform(rng, 0, 59))};
   if (n == "Dianping" || n == "Ctrip") return {price(), fmt("%d.%d rating", uniform(rng, 3, 4), uniform(rng, 0, 9))};
   if (n == "12306") return {fmt("%02d:%02d", uniform(rng, 6, 20), uniform(rng, 0, 11) * 5), fmt("%d seats left", uniform(rng, 0, 99))};
   if (n == "Clock") return {uniform(rng, 0, 1) ? "Weekdays" : "Once"};
@@ -275,7 +276,7 @@ AppScreen AppEpisode::build(int j) {
       s.buttons.push_back("Share");
       // Related rows under the page's own content.
       s.info.push_back("More like this");
-      for (const std::string& n : other_names(app, pool, task_.target, static_cast<size_t>(uniform(rng_, 6, 9)), rng_))
+      for (const std::string& n : other_names(app, pool, task_.target, static_cast<size_t>(uniform(rng_, 5, 7)), rng_))
         s.plain_rows.push_back({n, row_details(app, rng_)});
     }
     return s;
@@ -562,7 +563,7 @@ DrawnEpisode draw_episode(const AppMap& app, int steps, bool tap_first, double c
     p.scrolls.assign(n, 0);
     p.loading.assign(n, 0);
     p.page.assign(n, 0);
-    for (int& pg : p.page) pg = std::max(2, static_cast<int>(uniform(rng, 7, 11) * controls_scale + 0.5));
+    for (int& pg : p.page) pg = std::max(2, static_cast<int>(uniform(rng, 7, 10) * controls_scale + 0.5));
     const int lf = last_find(route);
     p.infeasible = lf >= 0 && chance(rng, 0.1);
     p.already = route.back().op == StageOp::Toggle && chance(rng, 0.15);

@@ -134,10 +134,10 @@ const std::string& guidelines_text() {
       "1. Use only indices of the current screen; they change on every screen.\n"
       "2. Prefer controls whose text matches the task.\n"
       "3. Tap a field before typing into it unless it is focused.\n"
-      "4. If the item is not visible, scroll before going back.\n"
-      "5. Close pop-ups and ads that block the task.\n"
-      "6. Do not repeat an action that did not change the screen.\n"
-      "7. When the task is done or impossible here, finish with the right status.\n";
+      "4. If the item is not visible, scroll down; at \"End of list\" it is missing.\n"
+      "5. Go back from a page that cannot lead to the task.\n"
+      "6. Wait while the screen is loading.\n"
+      "7. When the screen shows the task done or impossible, finish with that status.\n";
   return s;
 }
 

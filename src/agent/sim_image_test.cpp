@@ -1,7 +1,7 @@
 // Screenshot steps in the agent workload (issue 26):
 //  * synthetic screenshots: deterministic, phone-sized, a round trip through PNG; the generator
-//    attaches them where the accessibility data is sparse, and an unchanged screen (after a
-//    wait) is the same image;
+//    attaches them where the accessibility data is sparse, and an unchanged screen (still
+//    loading after a wait) is the same image;
 //  * the replay model's layout of a screenshot request is the server's: a small screenshot
 //    episode is served by tandem-server's HTTP front and engine (tiny model, tiny random mmproj),
 //    and for stock, divergence and divergence with --checkpoint-before-image the server's logged
@@ -91,9 +91,11 @@ TEST(Screenshots, AttachedWhereTheAccessibilityDataIsSparse) {
     // The screenshot draws the whole screen, which a sparse tree lacks.
     if (gen[i].screenshot) EXPECT_NE(gen[i].screen, gen[i].observation.tree);
     if (i > 0 && gen[i].record.episode == gen[i - 1].record.episode && !gen[i].record.episode.empty() &&
-        gen[i - 1].history.size() < gen[i].history.size() && gen[i].history.back().action.kind == ActionKind::Wait) {
-      EXPECT_EQ(gen[i].screen, gen[i - 1].screen) << "a wait leaves the screen as it was";
-      EXPECT_EQ(gen[i].clock, gen[i - 1].clock);
+        gen[i].history.back().action.kind == ActionKind::Wait) {
+      // A wait follows a screen that says it is loading; the next is the page loaded, or the same
+      // screen still loading: the same picture, clock included.
+      EXPECT_NE(gen[i - 1].screen.dump().find("Loading"), std::string::npos);
+      if (gen[i].screen == gen[i - 1].screen) EXPECT_EQ(gen[i].clock, gen[i - 1].clock);
       ++after_wait;
     }
   }
@@ -103,18 +105,25 @@ TEST(Screenshots, AttachedWhereTheAccessibilityDataIsSparse) {
   // Every step: a screenshot everywhere.
   o.screenshots = GenOptions::Screenshots::All;
   for (const auto& g : generate_trace(o)) EXPECT_TRUE(g.screenshot);
-  // A screen that never changes within an episode (always loading); without it, they all differ.
-  GenOptions still = screenshot_episode(GenOptions::Screenshots::All, 4);
-  still.unchanged_rate = 1.0;
-  const auto same = generate_trace(still);
-  for (size_t i = 1; i < same.size(); ++i) {
-    EXPECT_EQ(same[i].screen, same[0].screen);
-    EXPECT_EQ(same[i].clock, same[0].clock);
+  // Screens still loading after the first wait (--unchanged-rate 1): each repeats once, the same
+  // screenshot and clock; with 0, every action changes the screen.
+  size_t repeats = 0;
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    GenOptions still = screenshot_episode(GenOptions::Screenshots::All, 8);
+    still.seed = seed;
+    still.unchanged_rate = 1.0;
+    const auto same = generate_trace(still);
+    for (size_t i = 1; i < same.size(); ++i)
+      if (same[i].screen == same[i - 1].screen) {
+        EXPECT_EQ(same[i].clock, same[i - 1].clock);
+        EXPECT_EQ(same[i].history.back().action.kind, ActionKind::Wait);
+        ++repeats;
+      }
+    still.unchanged_rate = 0.0;
+    const auto moving = generate_trace(still);
+    for (size_t i = 1; i < moving.size(); ++i) EXPECT_NE(moving[i].screen, moving[i - 1].screen);
   }
-  still.unchanged_rate = 0.0;
-  const auto moving = generate_trace(still);
-  for (size_t i = 1; i < moving.size(); ++i)
-    if (moving[i].history.back().action.kind != ActionKind::Wait) EXPECT_NE(moving[i].screen, moving[i - 1].screen);
+  EXPECT_GT(repeats, 0u);
 }
 
 TEST(Screenshots, RequestBodyAndLogImagesAsTheServerHasThem) {

@@ -1,8 +1,9 @@
 // Synthetic agent traces with the paper's structure (paper §3, serving spec §1): seeded, built with
-// the prompt builder from generated accessibility trees. Default: 21 single screens from 21 apps
-// (each with a task and 0-3 earlier actions), then 5 episodes of 8 steps in 5 apps; 61 requests.
-// With the Qwen3 tokenizer the parts average about 324 tokens of rules, 49 of task and history
-// and 275 of controls (tandem-gen-trace -m MODEL prints the measured numbers).
+// the prompt builder from the screens of simulated apps (app_episode.h), whose expected actions
+// follow from the prompt (issue 49: a reference agent reading only the request reproduces them).
+// Default: 21 single screens from 21 apps (each a step among the first four of its own task's
+// path, with the actions that led there), then 5 episodes of 8 steps in 5 apps; 61 requests.
+// tandem-gen-trace -m MODEL prints the token counts of the parts (docs/agent.md).
 #pragma once
 
 #include <cstdint>

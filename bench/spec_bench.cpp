@@ -154,8 +154,7 @@ int main(int argc, char** argv) {
     std::string path = model_path;
     {
       auto f = GgufFile::open(model_path);
-      Qwen35HParams hp = Qwen35HParams::from_gguf(*f);
-      if (!f->find_tensor(draft_head_tensor_name(hp.n_layer))) {
+      if (!f->get_int_array(kDraftTokenIdsKey)) {
         path = std::filesystem::path(model_path).replace_extension("").string() + "-draft.gguf";
         if (!std::filesystem::exists(path)) {
           std::printf("writing %s (trimmed draft head, %lld rows)...\n", path.c_str(),

@@ -146,7 +146,7 @@ DraftRowSelection select_draft_rows(const GgufFile& f, int64_t n_vocab, std::spa
 }
 
 TrimReport write_trimmed_draft_file(const std::string& src, const std::string& dst, std::span<const int32_t> corpus,
-                                    int64_t rows) {
+                                    int64_t rows, DraftForm form) {
   if (src == dst) throw std::invalid_argument("tandem-trim-draft: the output must be a new file, not the input");
   const std::unique_ptr<GgufFile> f = GgufFile::open(src);
   Qwen35HParams hp = Qwen35HParams::from_gguf(*f);
@@ -156,7 +156,8 @@ TrimReport write_trimmed_draft_file(const std::string& src, const std::string& d
 
   TrimReport rep;
   rep.selection = select_draft_rows(*f, hp.n_vocab, corpus, rows);
-  rep.tensor_name = draft_head_tensor_name(hp.n_layer);
+  const std::string head_name = draft_head_tensor_name(hp.n_layer);
+  if (form == DraftForm::Tensor) rep.tensor_name = head_name;
   const int64_t R = static_cast<int64_t>(rep.selection.ids.size());
   rep.head_bytes = static_cast<uint64_t>(head.rows) * head.row_stride;
   rep.draft_bytes = static_cast<uint64_t>(R) * head.row_stride;
@@ -166,9 +167,13 @@ TrimReport write_trimmed_draft_file(const std::string& src, const std::string& d
     if (key != kDraftTokenIdsKey) wr.set_value(key, value);
   wr.set_array_i32(kDraftTokenIdsKey, rep.selection.ids);
   for (const GgufTensorInfo& t : f->tensors()) {
-    if (t.name == rep.tensor_name) continue;  // replaced below
+    if (t.name == head_name) continue;  // an earlier draft head: replaced
     wr.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne, t.ne + t.n_dims),
                   std::vector<uint8_t>(t.data, t.data + t.nbytes));
+  }
+  if (form == DraftForm::Ids) {
+    wr.write_file(dst);
+    return rep;
   }
   std::vector<uint8_t> data(static_cast<size_t>(rep.draft_bytes));
   for (int64_t r = 0; r < R; ++r)

@@ -39,16 +39,23 @@ DraftRowSelection select_draft_rows(const GgufFile& f, int64_t n_vocab, std::spa
 
 struct TrimReport {
   DraftRowSelection selection;
-  std::string tensor_name;
+  std::string tensor_name;    // the Tensor form's tensor; empty in the Ids form
   uint64_t head_bytes = 0;   // the full LM head the drafter would otherwise read
-  uint64_t draft_bytes = 0;  // the trimmed matrix
+  uint64_t draft_bytes = 0;  // the trimmed matrix (on disk in the Tensor form, gathered at load in the Ids form)
 };
 
+// How a file carries the draft head (qwen35_weights.h):
+//  Ids: the token-id table alone; Tandem gathers the rows when it loads the file, and llama.cpp
+//    loads the file unchanged (it ignores unknown keys, but refuses tensors its model does not
+//    create: "wrong number of tensors"). The shipped policy's form.
+//  Tensor: the table and the rows as a tensor of their own (R rows on disk, nothing gathered).
+enum class DraftForm { Ids, Tensor };
+
 // Rewrites src as dst with every key and tensor copied (an existing draft head is replaced)
-// plus the draft matrix (rows of the MTP head's output matrix: nextn.shared_head_head, else
-// output.weight, else the tied token_embd, in their storage type) and kDraftTokenIdsKey.
-// Throws GgufError / std::invalid_argument (no MTP block, bad corpus ids, rows < 1).
+// plus kDraftTokenIdsKey and, in the Tensor form, the draft matrix (rows of the MTP head's
+// output matrix: nextn.shared_head_head, else output.weight, else the tied token_embd, in their
+// storage type). Throws GgufError / std::invalid_argument (no MTP block, bad corpus ids, rows < 1).
 TrimReport write_trimmed_draft_file(const std::string& src, const std::string& dst, std::span<const int32_t> corpus,
-                                    int64_t rows = kDefaultDraftRows);
+                                    int64_t rows = kDefaultDraftRows, DraftForm form = DraftForm::Ids);
 
 }  // namespace tandem

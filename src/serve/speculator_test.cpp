@@ -54,14 +54,15 @@ std::string test_dir() {
   return d;
 }
 
-// The tiny model with a trimmed draft head of `rows` rows (cached per process).
+// The tiny model with a trimmed draft head of `rows` rows (cached per process), in the form
+// that stores the rows as a tensor (the ids-only form: DraftHead.IdsOnlyFormGathersTheRowsAtLoad).
 std::string trimmed_tiny(const std::string& ftype, int64_t rows) {
   const std::string src = ensure_tiny_model(ftype);
   const std::string dst = test_dir() + "/tiny-" + ftype + "-draft" + std::to_string(rows) + "-" +
                           std::to_string(::getpid()) + ".gguf";
   if (!std::filesystem::exists(dst)) {
     const std::vector<int32_t> corpus = {300, 301, 301, 302, 302, 302, 17, 17};
-    write_trimmed_draft_file(src, dst, corpus, rows);
+    write_trimmed_draft_file(src, dst, corpus, rows, DraftForm::Tensor);
   }
   return dst;
 }
@@ -715,12 +716,12 @@ TEST(DraftHead, TrimmedFileLoadsAndDrafts) {
     EXPECT_TRUE(std::binary_search(M.draft_token_ids.begin(), M.draft_token_ids.end(), d)) << d;
   // All rows: the same drafts as the full head.
   const std::string full_rows = test_dir() + "/tiny-allrows-" + std::to_string(::getpid()) + ".gguf";
-  write_trimmed_draft_file(src, full_rows, {}, 1 << 20);
+  write_trimmed_draft_file(src, full_rows, {}, 1 << 20, DraftForm::Tensor);
   auto mf = Qwen35Model::load(full_rows, 1);
   EXPECT_EQ(draft_with(*mf, true), draft_with(*mf, false));
   // Trimming a trimmed file replaces the head.
   const std::string again = test_dir() + "/tiny-again-" + std::to_string(::getpid()) + ".gguf";
-  write_trimmed_draft_file(path, again, {}, 100);
+  write_trimmed_draft_file(path, again, {}, 100, DraftForm::Tensor);
   EXPECT_EQ(Qwen35Model::load(again, 1)->weights().mtp->draft_head->rows, 100);
   std::filesystem::remove(full_rows);
   std::filesystem::remove(again);
@@ -767,20 +768,59 @@ TEST(DraftHead, LoaderRejectsInconsistentTables) {
   {
     auto shortv = ids32;
     shortv.pop_back();
-    expect_error(rewrite("short", [&](GgufWriter& w) { w.set_array_i32(kDraftTokenIdsKey, shortv); }), "ids for the");
+    expect_error(rewrite("short", [&](GgufWriter& w) { w.set_array_i32(kDraftTokenIdsKey, shortv); }), "one row per id");
   }
   {
-    // Ids without the tensor: the tiny file plus the key only.
-    auto g = GgufFile::open(ensure_tiny_model("F32"));
-    GgufWriter w(g->alignment());
-    for (const auto& [k, v] : g->metadata()) w.set_value(k, v);
-    for (const GgufTensorInfo& t : g->tensors())
+    // The tensor without its table.
+    GgufWriter w(f->alignment());
+    for (const auto& [k, v] : f->metadata())
+      if (k != kDraftTokenIdsKey) w.set_value(k, v);
+    for (const GgufTensorInfo& t : f->tensors())
       w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne, t.ne + t.n_dims),
                    std::vector<uint8_t>(t.data, t.data + t.nbytes));
-    w.set_array_i32(kDraftTokenIdsKey, ids32);
-    const std::string p = test_dir() + "/noten-" + std::to_string(::getpid()) + ".gguf";
+    const std::string p = test_dir() + "/noids-" + std::to_string(::getpid()) + ".gguf";
     w.write_file(p);
     expect_error(p, "is missing");
+  }
+  expect_error(rewrite("empty", [&](GgufWriter& w) { w.set_array_i32(kDraftTokenIdsKey, {}); }), "is empty");
+}
+
+TEST(DraftHead, IdsOnlyFormGathersTheRowsAtLoad) {
+  // The shipped policy's form: the ids alone, no tensor llama.cpp would refuse; the rows gathered
+  // at load are the head's rows, byte for byte, and draft as the tensor form does.
+  for (const std::string ftype : {"F32", "Q4_0"}) {
+    const std::string src = ensure_tiny_model(ftype);
+    const std::string ids_only = test_dir() + "/tiny-" + ftype + "-ids-" + std::to_string(::getpid()) + ".gguf";
+    const std::vector<int32_t> corpus = {300, 301, 301, 302, 302, 302, 17, 17};
+    const TrimReport rep = write_trimmed_draft_file(src, ids_only, corpus, 200, DraftForm::Ids);
+    EXPECT_TRUE(rep.tensor_name.empty());
+    auto f = GgufFile::open(ids_only);
+    EXPECT_EQ(f->tensors().size(), GgufFile::open(src)->tensors().size()) << "the ids-only form adds no tensor";
+    auto m = Qwen35Model::load(ids_only, 1);
+    const Qwen35MtpWeights& M = *m->weights().mtp;
+    ASSERT_TRUE(M.draft_head.has_value());
+    ASSERT_EQ(M.draft_head->rows, 200);
+    EXPECT_EQ(M.draft_token_ids, rep.selection.ids);
+    const WeightMatrix& head = M.shared_head_head ? *M.shared_head_head : m->weights().output;
+    for (int64_t r = 0; r < M.draft_head->rows; ++r)
+      ASSERT_EQ(std::memcmp(M.draft_head->row(r), head.row(M.draft_token_ids[static_cast<size_t>(r)]), head.row_stride), 0)
+          << "row " << r;
+    // The same drafts as the tensor form of the same rows.
+    auto mt = Qwen35Model::load(trimmed_tiny(ftype, 200), 1);
+    const auto prompt = random_tokens(30, m->hparams().n_vocab, 3);
+    auto drafts = [&](Qwen35Model& mm) {
+      SpecConfig cfg;
+      cfg.trimmed_head = true;
+      ModelBackend mb(mm, kCtx);
+      mb.start_speculation(cfg);
+      Speculator spec(mb, cfg);
+      mb.run(prompt, {}, true, {});
+      EXPECT_TRUE(mb.drafter()->drafting_trimmed());
+      const std::vector<float> logits(mb.logits().begin(), mb.logits().end());
+      return spec.draft(argmax(logits), 3);
+    };
+    EXPECT_EQ(drafts(*m), drafts(*mt)) << ftype;
+    std::filesystem::remove(ids_only);
   }
 }
 

@@ -1,5 +1,6 @@
 #include "model/qwen35/qwen35_weights.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "gguf/quants.h"
@@ -27,32 +28,57 @@ void load_common(const TensorBinder& b, const Qwen35HParams& hp, int i, Qwen35La
   L.ffn_down = b.matrix(blk(i, "ffn_down.weight"), hp.n_ff[i], hp.n_embd);
 }
 
-// The trimmed draft head and its token-id table: both or neither.
-void load_draft_head(const GgufFile& f, const Qwen35HParams& hp, int m, Qwen35MtpWeights& mtp) {
-  const std::string name = blk(m, "nextn.draft_head.weight");
-  const GgufTensorInfo* t = f.find_tensor(name);
-  const std::vector<int64_t>* ids = f.get_int_array(kDraftTokenIdsKey);
-  if (!t && !ids) return;
-  if (!t) f.fail(std::string("key '") + kDraftTokenIdsKey + "' present but tensor '" + name + "' is missing");
-  if (!ids) f.fail("tensor '" + name + "' present but its token-id table '" + kDraftTokenIdsKey + "' is missing");
-  if (t->n_dims != 2 || t->ne[0] != hp.n_embd || t->ne[1] < 1 || t->ne[1] > hp.n_vocab)
-    f.fail("tensor '" + name + "' has shape " + tensor_shape_str(*t) + ": expected [n_embd = " + std::to_string(hp.n_embd) +
-           ", R] with 1 <= R <= n_vocab = " + std::to_string(hp.n_vocab));
-  if (static_cast<int64_t>(ids->size()) != t->ne[1])
-    f.fail(std::string("key '") + kDraftTokenIdsKey + "' has " + std::to_string(ids->size()) + " ids for the " +
-           std::to_string(t->ne[1]) + " rows of tensor '" + name + "'");
+// The draft head's token-id table, checked: R distinct ids in [0, n_vocab).
+std::vector<int32_t> draft_ids(const GgufFile& f, const Qwen35HParams& hp, const std::vector<int64_t>& ids) {
+  if (ids.empty()) f.fail(std::string("key '") + kDraftTokenIdsKey + "' is empty: expected 1..n_vocab token ids");
+  if (static_cast<int64_t>(ids.size()) > hp.n_vocab)
+    f.fail(std::string("key '") + kDraftTokenIdsKey + "' has " + std::to_string(ids.size()) + " ids for a vocabulary of " +
+           std::to_string(hp.n_vocab));
   std::vector<bool> seen(static_cast<size_t>(hp.n_vocab), false);
-  mtp.draft_token_ids.reserve(ids->size());
-  for (size_t i = 0; i < ids->size(); ++i) {
-    const int64_t id = (*ids)[i];
+  std::vector<int32_t> out;
+  out.reserve(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int64_t id = ids[i];
     if (id < 0 || id >= hp.n_vocab)
       f.fail(std::string("key '") + kDraftTokenIdsKey + "': entry " + std::to_string(i) + " = " + std::to_string(id) +
              " outside the vocabulary [0, " + std::to_string(hp.n_vocab) + ")");
     if (seen[static_cast<size_t>(id)])
       f.fail(std::string("key '") + kDraftTokenIdsKey + "': token id " + std::to_string(id) + " appears twice");
     seen[static_cast<size_t>(id)] = true;
-    mtp.draft_token_ids.push_back(static_cast<int32_t>(id));
+    out.push_back(static_cast<int32_t>(id));
   }
+  return out;
+}
+
+// The trimmed draft head: the token-id table alone (the rows gathered here from `head`, the
+// matrix the MTP head drafts through), or the table with its rows as a tensor. A tensor without
+// its table is refused.
+void load_draft_head(const GgufFile& f, const Qwen35HParams& hp, int m, const WeightMatrix& head, Qwen35MtpWeights& mtp) {
+  const std::string name = blk(m, "nextn.draft_head.weight");
+  const GgufTensorInfo* t = f.find_tensor(name);
+  const std::vector<int64_t>* ids = f.get_int_array(kDraftTokenIdsKey);
+  if (!t && !ids) return;
+  if (!ids) f.fail("tensor '" + name + "' present but its token-id table '" + kDraftTokenIdsKey + "' is missing");
+  mtp.draft_token_ids = draft_ids(f, hp, *ids);
+  const int64_t R = static_cast<int64_t>(mtp.draft_token_ids.size());
+  if (!t) {
+    // Rows in the head's storage type, so that drafting multiplies the same bytes the full
+    // head would: the trimmed head's logits are the full head's at those ids, bit for bit.
+    mtp.draft_rows = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(R) * head.row_stride);
+    uint8_t* rows = mtp.draft_rows->data();
+    for (int64_t r = 0; r < R; ++r)
+      std::copy_n(head.row(mtp.draft_token_ids[static_cast<size_t>(r)]), head.row_stride,
+                  rows + static_cast<size_t>(r) * head.row_stride);
+    WeightMatrix d = head;
+    d.rows = R;
+    d.data = rows;
+    d.packed = nullptr;
+    mtp.draft_head = d;
+    return;
+  }
+  if (t->n_dims != 2 || t->ne[0] != hp.n_embd || t->ne[1] != R)
+    f.fail("tensor '" + name + "' has shape " + tensor_shape_str(*t) + ": expected [n_embd = " + std::to_string(hp.n_embd) +
+           ", R = " + std::to_string(R) + "], one row per id of '" + kDraftTokenIdsKey + "'");
   mtp.draft_head = TensorBinder::to_matrix(*t);
 }
 
@@ -112,7 +138,7 @@ Qwen35Weights Qwen35Weights::load(const GgufFile& f, Qwen35HParams& hp) {
     mtp.block.recurrent = false;
     load_common(b, hp, m, mtp.block);
     load_attention(b, hp, m, mtp.block);
-    load_draft_head(f, hp, m, mtp);
+    load_draft_head(f, hp, m, mtp.shared_head_head ? *mtp.shared_head_head : w.output, mtp);
     w.mtp = std::move(mtp);
   } else if (f.find_tensor(blk(hp.n_layer, "nextn.draft_head.weight"))) {
     f.fail("tensor '" + blk(hp.n_layer, "nextn.draft_head.weight") +

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,10 +42,16 @@ struct Qwen35MtpWeights {
   std::optional<WeightMatrix> embed_tokens, shared_head_head;
   Qwen35LayerWeights block;  // a full-attention block
   // Optional trimmed draft head (tools/tandem-trim-draft, docs/speculation.md): R rows of the
-  // LM head, blk.{n_layer}.nextn.draft_head.weight [n_embd, R], and the original token id of
-  // each row, metadata tandem.draft.token_ids (R distinct ids in [0, n_vocab)).
+  // MTP head's output matrix and the original token id of each row, metadata
+  // tandem.draft.token_ids (R distinct ids in [0, n_vocab)). Two forms in a file: the ids alone
+  // (the rows are gathered at load into draft_rows: a file llama.cpp loads unchanged, since it
+  // ignores unknown keys but refuses unknown tensors), or the ids beside the rows as a tensor
+  // blk.{n_layer}.nextn.draft_head.weight [n_embd, R].
   std::optional<WeightMatrix> draft_head;
   std::vector<int32_t> draft_token_ids;
+  // The gathered rows of the ids-only form (draft_head points into them; shared, so that a copy
+  // of the weights keeps pointing at live bytes).
+  std::shared_ptr<std::vector<uint8_t>> draft_rows;
 };
 
 struct Qwen35Weights {

@@ -43,6 +43,8 @@ struct ScopeExit {
   F f;
   ~ScopeExit() { f(); }
 };
+template <typename F>
+ScopeExit(F) -> ScopeExit<F>;  // clang before 17 deduces no aggregate's template arguments by itself
 }  // namespace
 
 std::string_view to_string(SlotPhase p) {

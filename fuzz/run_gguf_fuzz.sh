@@ -2,16 +2,21 @@
 # Builds the GGUF reader fuzzer (clang, libFuzzer + ASan + UBSan) and runs it.
 # Usage: fuzz/run_gguf_fuzz.sh [seconds=60]
 # Exits non-zero on any crash, sanitizer report, leak or timeout; the offending input is left
-# in build-fuzz/gguf-artifacts/.
+# in build-san/gguf-artifacts/.
 set -euo pipefail
 
 SECONDS_TO_RUN=${1:-60}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$ROOT/build-fuzz
+BUILD=${FUZZ_BUILD:-$ROOT/build-san}
 SHARED=${TANDEM_SHARED_DIR:-$ROOT/../shared}
 
-CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DTANDEM_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C "$BUILD" -j2 gguf_reader_fuzz gguf_seed_writer
+# The sanitizer stage's clang tree (CMakeLists.txt: TANDEM_SANITIZE with clang builds the fuzzers);
+# fuzz/run_all.sh builds every target first and sets FUZZ_PREBUILT=1.
+if [ "${FUZZ_PREBUILT:-0}" != 1 ]; then
+  CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DTANDEM_SANITIZE=ON -DTANDEM_BENCH=OFF \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  ninja -C "$BUILD" -j"${JOBS:-2}" gguf_reader_fuzz gguf_seed_writer
+fi
 
 CORPUS=$BUILD/gguf-corpus
 SEEDS=$BUILD/gguf-seeds

@@ -2,15 +2,20 @@
 # Builds the grammar fuzzer (clang, libFuzzer + ASan + UBSan) and runs it on GBNF and JSON Schema
 # inputs. Usage: fuzz/run_grammar_fuzz.sh [seconds=60]
 # Exits non-zero on any crash, sanitizer report, leak or timeout (a hang past the grammar limits);
-# the offending input is left in build-fuzz/grammar-artifacts/.
+# the offending input is left in build-san/grammar-artifacts/.
 set -euo pipefail
 
 SECONDS_TO_RUN=${1:-60}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$ROOT/build-fuzz
+BUILD=${FUZZ_BUILD:-$ROOT/build-san}
 
-CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DTANDEM_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C "$BUILD" -j2 grammar_fuzz
+# The sanitizer stage's clang tree (CMakeLists.txt: TANDEM_SANITIZE with clang builds the fuzzers);
+# fuzz/run_all.sh builds every target first and sets FUZZ_PREBUILT=1.
+if [ "${FUZZ_PREBUILT:-0}" != 1 ]; then
+  CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DTANDEM_SANITIZE=ON -DTANDEM_BENCH=OFF \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  ninja -C "$BUILD" -j"${JOBS:-2}" grammar_fuzz
+fi
 
 CORPUS=$BUILD/grammar-corpus
 SEEDS=$BUILD/grammar-seeds

@@ -3,15 +3,20 @@
 # (PNG, BMP, TGA, JPEG, HDR written by fuzz/image_seed_writer.cpp with stb_image_write; PPM, PGM and
 # GIF by hand) plus the golden PNGs when ../shared is there. Usage: fuzz/run_image_fuzz.sh [seconds=60]
 # Exits non-zero on any crash, sanitizer report, leak or timeout; the input is left in
-# build-fuzz/image-artifacts/.
+# build-san/image-artifacts/.
 set -euo pipefail
 
 SECONDS_TO_RUN=${1:-60}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$ROOT/build-fuzz
+BUILD=${FUZZ_BUILD:-$ROOT/build-san}
 
-CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DTANDEM_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C "$BUILD" -j2 image_fuzz image_seed_writer
+# The sanitizer stage's clang tree (CMakeLists.txt: TANDEM_SANITIZE with clang builds the fuzzers);
+# fuzz/run_all.sh builds every target first and sets FUZZ_PREBUILT=1.
+if [ "${FUZZ_PREBUILT:-0}" != 1 ]; then
+  CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DTANDEM_SANITIZE=ON -DTANDEM_BENCH=OFF \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  ninja -C "$BUILD" -j"${JOBS:-2}" image_fuzz image_seed_writer
+fi
 
 CORPUS=$BUILD/image-corpus
 SEEDS=$BUILD/image-seeds

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it, on a fresh Debian 12 machine:
-#   1. install missing packages
+#   1. install missing packages (with the policy trainer's, python3-torch and OpenBLAS: its tests
+#      train a tiny model and compare its export with Tandem's logits, tools/train)
 #   2. Release build + every test (ctest)
 #   3. the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   4. the concurrency tests under ThreadSanitizer
@@ -14,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-2}
 arm64=${TANDEM_ARM64_CI:-1}
-if [ "$arm64" = 1 ]; then bash scripts/install-deps.sh --arm64; else bash scripts/install-deps.sh; fi
+if [ "$arm64" = 1 ]; then bash scripts/install-deps.sh --arm64 --train; else bash scripts/install-deps.sh --train; fi
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
 # Paths relative to the checkout in ccache's keys: a clone in another folder (CI's) hits the
 # objects a build in this one left.

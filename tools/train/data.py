@@ -102,7 +102,6 @@ class Batch:
                 if j >= 1:
                     mtp_rows.append((b, Pi - 1 + j - P))
                     mtp_t.append(a)
-        self.lengths = torch.tensor(lens)
         self.main_rows = torch.tensor(main_rows, dtype=torch.long)
         self.main_targets = torch.tensor(main_t, dtype=torch.long)
         self.mtp_rows = torch.tensor(mtp_rows, dtype=torch.long).reshape(-1, 2)

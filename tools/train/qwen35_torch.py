@@ -379,9 +379,10 @@ class Qwen35(torch.nn.Module):
         hn, _ = self.mtp(tokens, h_in)
         return logits, self.full_logits(hn)[0]
 
-    def forward_batch(self, prefix, suffix, lengths, main_rows, mtp_rows):
+    def forward_batch(self, prefix, suffix, main_rows, mtp_rows):
         """The training pass over B sequences that all start with `prefix` [P] and continue with
-        suffix [B, Ts] (right-padded; lengths [B] = real suffix lengths). The prefix runs once.
+        suffix [B, Ts] (right-padded: causal attention and the recurrences never carry padding back to
+        a real row, and no loss row lies in it). The prefix runs once.
         main_rows / mtp_rows: (batch index, suffix position) LongTensor pairs [N, 2] whose trunk /
         MTP hidden rows are wanted. Returns (trunk rows [N_main, E], MTP rows [N_mtp, E])."""
         s = self.shape

@@ -93,7 +93,7 @@ def main():
             suffix[b, :len(c)] = torch.as_tensor(c)
         rows = torch.tensor([[b, t] for b in range(2) for t in range(lens[b])])
         with torch.no_grad():
-            main_h, mtp_h = m.forward_batch(torch.as_tensor(toks[:P]), suffix, torch.tensor(lens), rows, rows)
+            main_h, mtp_h = m.forward_batch(torch.as_tensor(toks[:P]), suffix, rows, rows)
             main_lg, mtp_lg = m.full_logits(main_h), m.full_logits(mtp_h)
         ref_b, ref_b_mtp = tandem_logits(build, model_path, np.concatenate([toks[:P], cont[1]]), tmp, "b")
         want = np.concatenate([ref[P:], ref_b[P:]])

@@ -87,7 +87,7 @@ def optimizer(model, args):
 
 def batch_loss(model, b):
     """(main loss, MTP loss, main rows' correctness, MTP rows' correctness) of a Batch."""
-    h, hm = model.forward_batch(b.prefix, b.suffix, b.lengths, b.main_rows, b.mtp_rows)
+    h, hm = model.forward_batch(b.prefix, b.suffix, b.main_rows, b.mtp_rows)
     main, main_ok = model.loss_terms(h, b.main_targets)
     if hm is None:
         return main.mean(), None, main_ok, None
@@ -104,7 +104,7 @@ def evaluate(model, recs, batch_size):
     tot = {"main": 0.0, "mtp": 0.0, "n_main": 0, "n_mtp": 0, "ok": 0, "mtp_ok": 0, "exact": 0, "n": 0}
     with torch.no_grad():
         for b in data.eval_batches(recs, batch_size):
-            h, hm = model.forward_batch(b.prefix, b.suffix, b.lengths, b.main_rows, b.mtp_rows)
+            h, hm = model.forward_batch(b.prefix, b.suffix, b.main_rows, b.mtp_rows)
             loss, ok = model.loss_terms(h, b.main_targets)
             tot["main"] += loss.sum().item()
             tot["n_main"] += loss.numel()

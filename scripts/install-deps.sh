@@ -11,8 +11,22 @@ pkgs=(cmake ninja-build g++ ccache pkg-config libstb-dev libgtest-dev libgmock-d
 # scripts/test.sh does) or TANDEM_ARM64_CI=1. They enable Debian's arm64 multiarch, which the x86
 # build, the tests and the demo do not need.
 arm64=0
-[ "${1:-}" = "--arm64" ] && arm64=1
+# The policy trainer's packages (tools/train) only where training or its tests run: `--train` or
+# TANDEM_TRAIN=1. The runtime stays C++ without Python.
+train=0
+for a in "$@"; do
+  case "$a" in
+    --arm64) arm64=1 ;;
+    --train) train=1 ;;
+  esac
+done
 [ "${TANDEM_ARM64_CI:-0}" = 1 ] && arm64=1
+[ "${TANDEM_TRAIN:-0}" = 1 ] && train=1
+if [ "$train" = 1 ]; then
+  # Debian's torch calls the generic libblas.so.3; OpenBLAS must provide it (the reference BLAS
+  # of libblas3 did 3.5 GFLOP/s of torch sgemm here against OpenBLAS's 25).
+  pkgs+=(python3-torch libopenblas0-pthread)
+fi
 if [ "$arm64" = 1 ]; then
   pkgs+=(g++-aarch64-linux-gnu qemu-user-static curl  # cross compiler, emulator, smoke test
          dpkg-dev  # dpkg-source: scripts/httplib-static.sh unpacks Debian's cpp-httplib source
@@ -36,4 +50,19 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+if [ "$train" = 1 ]; then
+  # Installing OpenBLAS makes it the libblas.so.3 alternative in auto mode (priority 100 against
+  # the reference BLAS's 10), but a machine may hold the link in manual mode: select it explicitly.
+  multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
+  for lib in libblas.so.3 liblapack.so.3; do
+    name="$lib-$multiarch"
+    target="/usr/lib/$multiarch/openblas-pthread/$lib"
+    if [ -e "$target" ] && [ "$(readlink -f "/usr/lib/$multiarch/$lib")" != "$(readlink -f "$target")" ]; then
+      echo "selecting OpenBLAS for $name"
+      SUDO=""
+      [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+      $SUDO update-alternatives --set "$name" "$target"
+    fi
+  done
 fi

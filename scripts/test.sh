@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run), on a fresh Debian 12 machine. Stages
 # (docs/testing.md says what each covers and why):
-#   setup       install the missing Debian packages
+#   setup       install the missing Debian packages (the policy trainer's too, python3-torch and
+#               OpenBLAS: its tests train a tiny model and compare its export with Tandem, tools/train)
 #   release     Release build (gcc) + every test (ctest)
 #   sanitizers  clang build with ASan + UBSan (and libFuzzer's coverage, for the fuzz stage) + the
 #               tests of code that handles memory, threads and untrusted input (CMakeLists.txt's
@@ -29,7 +30,7 @@ export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_fi
 source scripts/ci-stages.sh
 
 stage_setup() {
-  if [ "$arm64" = 1 ]; then bash scripts/install-deps.sh --arm64; else bash scripts/install-deps.sh; fi
+  if [ "$arm64" = 1 ]; then bash scripts/install-deps.sh --arm64 --train; else bash scripts/install-deps.sh --train; fi
 }
 
 stage_release() {

@@ -9,6 +9,9 @@
 // positions (the state carries over), e.g. to compare batch and incremental paths.
 // --activations exact multiplies dequantized weights with float activations instead of
 // converting activations as ggml-cpu does (the default, llama.cpp's numbers).
+// --mtp-out FILE also writes the MTP (NextN) head's logits, [positions][n_vocab]: row t combines
+// token t with the trunk's final normed hidden state of position t-1 (zeros for t = 0), as
+// tests/reference/qwen35_ref.py --mtp-out and tools/train compute them; row t predicts token t+1.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +22,7 @@
 #include <vector>
 
 #include "model/architectures.h"
+#include "model/qwen35/qwen35_model.h"  // the MTP head (--mtp-out)
 
 namespace {
 
@@ -26,7 +30,7 @@ void usage() {
   std::fprintf(stderr,
                "usage: tandem-logits -m MODEL.gguf (--tokens 1,2,3 | --tokens-file FILE.json)\n"
                "                     [--split P1,P2,...] [--gdn auto|chunked|recurrent] [--out FILE.f32]\n"
-               "                     [--top N] [--activations converted|exact]\n"
+               "                     [--top N] [--activations converted|exact] [--mtp-out FILE.f32]\n"
                "Writes raw float32 logits [n_tokens][n_vocab]; prints the top-N ids of the last row.\n");
 }
 
@@ -57,7 +61,7 @@ std::vector<int64_t> parse_ints(const std::string& text, const std::string& what
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model_path, tokens_arg, tokens_file, split_arg, out_path, gdn = "auto", activations = "converted";
+  std::string model_path, tokens_arg, tokens_file, split_arg, out_path, mtp_out, gdn = "auto", activations = "converted";
   int top = 5;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -73,6 +77,7 @@ int main(int argc, char** argv) {
     else if (a == "--tokens-file") tokens_file = next();
     else if (a == "--split") split_arg = next();
     else if (a == "--out" || a == "-o") out_path = next();
+    else if (a == "--mtp-out") mtp_out = next();
     else if (a == "--gdn") gdn = next();
     else if (a == "--activations") activations = next();
     else if (a == "--top") top = std::atoi(next().c_str());
@@ -105,6 +110,10 @@ int main(int argc, char** argv) {
     auto seq = model->new_sequence(static_cast<int64_t>(tokens.size()));
     tandem::ForwardOptions opt;
     opt.logits = tandem::LogitsMode::All;
+    opt.hidden = !mtp_out.empty();
+    if (opt.hidden && !model->mtp_model()) throw std::runtime_error("--mtp-out: the model has no MTP head");
+    const int64_t n_embd = model->shape().n_embd;
+    std::vector<float> hidden;  // every position's trunk hidden state (--mtp-out)
     if (gdn == "chunked") opt.gdn = tandem::GdnAlgorithm::Chunked;
     else if (gdn == "recurrent") opt.gdn = tandem::GdnAlgorithm::Recurrent;
     else if (gdn != "auto") throw std::runtime_error("--gdn: expected auto, chunked or recurrent, got '" + gdn + "'");
@@ -119,12 +128,26 @@ int main(int argc, char** argv) {
         throw std::runtime_error("--split: positions must be increasing and inside (0, n_tokens)");
       model->forward(*seq, std::span<const int32_t>(tokens.data() + start, end - start), opt, out);
       all.insert(all.end(), out.logits.begin(), out.logits.end());
+      hidden.insert(hidden.end(), out.hidden.begin(), out.hidden.end());
       start = end;
     }
     if (!out_path.empty()) {
       std::ofstream f(out_path, std::ios::binary);
       f.write(reinterpret_cast<const char*>(all.data()), static_cast<std::streamsize>(all.size() * sizeof(float)));
       if (!f) throw std::runtime_error("cannot write '" + out_path + "'");
+    }
+    if (!mtp_out.empty()) {
+      // The head sees position t's token with the hidden state of t-1, as the drafter feeds it.
+      const int64_t T = static_cast<int64_t>(tokens.size());
+      std::vector<float> hidden_in(static_cast<size_t>(T * n_embd), 0.0f);
+      std::copy(hidden.begin(), hidden.end() - n_embd, hidden_in.begin() + n_embd);
+      auto* mtp = model->mtp_model();
+      auto st = mtp->new_mtp_state(T);
+      tandem::ForwardOutput mo;
+      mtp->mtp_forward(*st, tokens, hidden_in.data(), tandem::LogitsMode::All, mo);
+      std::ofstream f(mtp_out, std::ios::binary);
+      f.write(reinterpret_cast<const char*>(mo.logits.data()), static_cast<std::streamsize>(mo.logits.size() * sizeof(float)));
+      if (!f) throw std::runtime_error("cannot write '" + mtp_out + "'");
     }
     // Top-N of the last row, for a human.
     const float* last = all.data() + (tokens.size() - 1) * static_cast<size_t>(n_vocab);

@@ -603,6 +603,20 @@ std::string format_description(const Qwen35Plan& p, uint64_t seed) {
 
 }  // namespace
 
+void write_qwen35_vocab(GgufWriter& w, const Qwen35Vocab& v) {
+  auto u32 = [](int64_t x) { return static_cast<uint32_t>(x); };
+  w.set_string("tokenizer.ggml.model", "gpt2");
+  w.set_string("tokenizer.ggml.pre", v.pre);
+  w.set_array_string("tokenizer.ggml.tokens", v.tokens);
+  w.set_array_i32("tokenizer.ggml.token_type", v.token_types);
+  w.set_array_string("tokenizer.ggml.merges", v.merges);
+  if (v.bos_id) w.set_u32("tokenizer.ggml.bos_token_id", u32(*v.bos_id));
+  if (v.eos_id) w.set_u32("tokenizer.ggml.eos_token_id", u32(*v.eos_id));
+  if (v.pad_id) w.set_u32("tokenizer.ggml.padding_token_id", u32(*v.pad_id));
+  w.set_bool("tokenizer.ggml.add_bos_token", false);
+  if (!v.chat_template.empty()) w.set_string("tokenizer.chat_template", v.chat_template);
+}
+
 GgufWriter build_qwen35_gguf(const GenOptions& opt, GenStats* stats) {
   const auto t0 = std::chrono::steady_clock::now();
   const Qwen35Plan p = plan_qwen35(opt);
@@ -612,9 +626,9 @@ GgufWriter build_qwen35_gguf(const GenOptions& opt, GenStats* stats) {
 
   GgufWriter w;
   w.set_string("general.architecture", arch);
-  w.set_string("general.name", "tandem-qwen35-" + s.preset);
+  w.set_string("general.name", opt.name.empty() ? "tandem-qwen35-" + s.preset : opt.name);
   w.set_string("general.type", "model");
-  w.set_string("general.description", format_description(p, opt.seed));
+  w.set_string("general.description", opt.description.empty() ? format_description(p, opt.seed) : opt.description);
   w.set_u32(arch + ".block_count", u32(s.block_count()));
   w.set_u32(arch + ".context_length", s.context_length);
   w.set_u32(arch + ".embedding_length", u32(s.n_embd));
@@ -635,23 +649,24 @@ GgufWriter build_qwen35_gguf(const GenOptions& opt, GenStats* stats) {
   w.set_u32(arch + ".rope.dimension_count", u32(s.n_rot));
   if (s.n_mtp > 0) w.set_u32(arch + ".nextn_predict_layers", u32(s.n_mtp));
 
-  const Qwen35Vocab& v = p.vocab;
-  w.set_string("tokenizer.ggml.model", "gpt2");
-  w.set_string("tokenizer.ggml.pre", v.pre);
-  w.set_array_string("tokenizer.ggml.tokens", v.tokens);
-  w.set_array_i32("tokenizer.ggml.token_type", v.token_types);
-  w.set_array_string("tokenizer.ggml.merges", v.merges);
-  if (v.bos_id) w.set_u32("tokenizer.ggml.bos_token_id", u32(*v.bos_id));
-  if (v.eos_id) w.set_u32("tokenizer.ggml.eos_token_id", u32(*v.eos_id));
-  if (v.pad_id) w.set_u32("tokenizer.ggml.padding_token_id", u32(*v.pad_id));
-  w.set_bool("tokenizer.ggml.add_bos_token", false);
-  if (!v.chat_template.empty()) w.set_string("tokenizer.chat_template", v.chat_template);
+  write_qwen35_vocab(w, p.vocab);
   if (p.ftype.quantized) w.set_u32("general.quantization_version", 2);
   w.set_u32("general.file_type", p.ftype.llama_ftype);
 
   std::map<std::string, int> type_count;
   for (const auto& t : p.tensors) {
-    w.add_tensor(t.name, t.type, t.ne, encode_tensor(t, opt.seed, std::max(1, opt.n_threads)));
+    if (opt.values) {
+      const std::vector<float> vals = opt.values(t);
+      if (static_cast<int64_t>(vals.size()) != n_elements(t.ne))
+        throw std::runtime_error("tensor " + t.name + ": " + std::to_string(vals.size()) + " values given, " +
+                                 std::to_string(n_elements(t.ne)) + " expected");
+      w.add_tensor(t.name, t.type, t.ne,
+                   encode_generated_tensor(t.type, t.ne, [&](int64_t first, int64_t n, float* dst) {
+                     std::memcpy(dst, vals.data() + first, static_cast<size_t>(n) * sizeof(float));
+                   }, std::max(1, opt.n_threads)));
+    } else {
+      w.add_tensor(t.name, t.type, t.ne, encode_tensor(t, opt.seed, std::max(1, opt.n_threads)));
+    }
     ++type_count[ggml_type_name(t.type)];
   }
 

@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -106,8 +107,12 @@ Qwen35Vocab builtin_qwen35_vocab();
 // tokenizer_config.json "chat_template" or chat_template.jinja is used if present, else ChatML.
 // Throws std::runtime_error with the file name on malformed input.
 Qwen35Vocab load_hf_tokenizer(const std::string& tokenizer_json_path, const std::string& chat_template_path = "");
+// Writes the tokenizer.* keys of v (llama.cpp's gpt2 BPE keys, ids, chat template).
+void write_qwen35_vocab(GgufWriter& w, const Qwen35Vocab& v);
 // The ChatML template embedded by default (Qwen3 style, with <think> handling).
 const std::string& default_chat_template();
+
+struct Qwen35TensorPlan;
 
 struct GenOptions {
   Qwen35Shape shape = Qwen35Shape::preset_shape("tiny");
@@ -120,6 +125,13 @@ struct GenOptions {
   std::string chat_template_file;       // empty: default / from tokenizer dir
   std::optional<int64_t> n_vocab;       // override embedding rows (pads the vocabulary)
   int n_threads = 2;                    // generation + quantization workers (result independent of it)
+  // Where the weights come from. Empty: the seeded random distributions above. Otherwise every
+  // tensor's F32 values in ne[0]-contiguous order (n_elements of the plan's ne), e.g. trained
+  // weights (model/qwen35/trained_weights.h); the file's keys, vocabulary, tensor order and type
+  // rules stay the generator's, so a trained file is laid out exactly as a generated one.
+  std::function<std::vector<float>(const Qwen35TensorPlan&)> values;
+  std::string name;         // general.name; empty: "tandem-qwen35-<preset>"
+  std::string description;  // general.description; empty: the random-weights description
 };
 
 // What will be written for one tensor.

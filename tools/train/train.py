@@ -1,0 +1,265 @@
+"""The policy trainer: a small Qwen3.5 (qwen35_torch.Qwen35) trained on (prompt, expected action)
+pairs from the agent environment (tandem-train-data output), loss on the answer tokens only: the
+main head on the next token, the MTP head on the token after next.
+
+    /usr/bin/python3 tools/train/train.py --data pairs.jsonl --val-seeds 901-920 --test-seeds 1001-1020 \
+        --shape e256-l4 --minutes 90 --out runs/policy [--export --build build --tokenizer-json F]
+
+Split by trace seed (data.split_by_seed): the test seeds are never trained on; validation picks
+nothing (it is reported), test is evaluated once at the end. Seeded: the initial weights and the
+batch order come from --seed (a --minutes run stops where the clock says, so its step count depends
+on the machine; --steps does not). AdamW (decay on matrices only), linear warm-up then cosine decay
+over the run (steps, or the time budget), gradient clipping at 1.
+
+Written to --out: train.tsv / val.tsv (losses), loss.png (gnuplot), model.pt (checkpoint),
+summary.json (shape, data, seeds, time, scores); with --export also the GGUF files (export.py).
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch_env  # noqa: E402  (first: it sets libgomp's wait policy before torch loads)
+import torch  # noqa: E402
+
+import checkpoint  # noqa: E402
+import data  # noqa: E402
+import shapes  # noqa: E402
+from plot import loss_png  # noqa: E402
+from progress import Progress  # noqa: E402
+from qwen35_torch import Qwen35  # noqa: E402
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", nargs="+", required=True, help="tandem-train-data JSONL file(s), records tagged seed=N")
+    ap.add_argument("--val-seeds", required=True, help='e.g. "901-920"')
+    ap.add_argument("--test-seeds", required=True, help='e.g. "1001-1020" (never trained on)')
+    ap.add_argument("--shape", default="e256-l4", help="one of " + ", ".join(shapes.NAMES))
+    ap.add_argument("--steps", type=int, default=0, help="optimizer steps (0: until --minutes)")
+    ap.add_argument("--minutes", type=float, default=0, help="time budget of the training loop")
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--min-lr", type=float, default=0.1, help="final learning rate as a fraction of --lr")
+    ap.add_argument("--warmup", type=int, default=20, help="warm-up steps")
+    ap.add_argument("--weight-decay", type=float, default=0.1)
+    ap.add_argument("--mtp-weight", type=float, default=0.5, help="weight of the MTP head's loss")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--eval-every", type=int, default=0, help="steps between validation passes (0: a tenth of the run)")
+    ap.add_argument("--eval-samples", type=int, default=64, help="validation samples per pass (0: all)")
+    ap.add_argument("--threads", type=int, default=0, help="intra-op threads (0: the usable cores)")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--name", default="tandem-policy")
+    ap.add_argument("--export", action="store_true", help="write the GGUF files at the end (export.py)")
+    ap.add_argument("--build", help="Tandem's build directory (for --export)")
+    ap.add_argument("--tokenizer-json", help="the tokenizer.json the data was tokenized with (for --export)")
+    ap.add_argument("--export-type", default="F16")
+    ap.add_argument("--quantize", default="Q4_0")
+    ap.add_argument("--output-type", help="head type in the quantized file (default: llama-quantize's rule)")
+    args = ap.parse_args(argv)
+    if args.steps <= 0 and args.minutes <= 0:
+        ap.error("give --steps or --minutes")
+    if args.export and not args.build:
+        ap.error("--export needs --build")
+    return args
+
+
+def lr_at(args, step, frac):
+    """Linear warm-up, then cosine from lr to lr * min_lr over the run's fraction done."""
+    if step < args.warmup:
+        return args.lr * (step + 1) / args.warmup
+    return args.lr * (args.min_lr + (1 - args.min_lr) * 0.5 * (1 + math.cos(math.pi * min(1.0, frac))))
+
+
+def optimizer(model, args):
+    decay, no_decay = [], []
+    for name, p in model.params.items():
+        # Matrices decay; norms, biases, decay rates and the conv kernels (2-D but per channel) do not.
+        (decay if p.dim() == 2 and not name.endswith("ssm_conv1d__weight") else no_decay).append(p)
+    return torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}], lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
+
+
+def batch_loss(model, b):
+    """(main loss, MTP loss, main rows' correctness, MTP rows' correctness) of a Batch."""
+    h, hm = model.forward_batch(b.prefix, b.suffix, b.main_rows, b.mtp_rows)
+    main, main_ok = model.loss_terms(h, b.main_targets)
+    if hm is None:
+        return main.mean(), None, main_ok, None
+    mtp, mtp_ok = model.loss_terms(hm, b.mtp_targets)
+    return main.mean(), mtp.mean(), main_ok, mtp_ok
+
+
+def evaluate(model, recs, batch_size):
+    """Teacher-forced scores over recs: main / MTP loss per answer token, token accuracy, exact match
+    (every answer token is the argmax: greedy decoding would write exactly the expected answer), MTP
+    accuracy (the MTP head's argmax is the token after next, given the right tokens before it)."""
+    if not recs:
+        return None
+    tot = {"main": 0.0, "mtp": 0.0, "n_main": 0, "n_mtp": 0, "ok": 0, "mtp_ok": 0, "exact": 0, "n": 0}
+    with torch.no_grad():
+        for b in data.eval_batches(recs, batch_size):
+            h, hm = model.forward_batch(b.prefix, b.suffix, b.main_rows, b.mtp_rows)
+            loss, ok = model.loss_terms(h, b.main_targets)
+            tot["main"] += loss.sum().item()
+            tot["n_main"] += loss.numel()
+            tot["ok"] += ok.sum().item()
+            i = 0
+            for n in b.answer_len:
+                tot["exact"] += bool(ok[i:i + n].all())
+                i += n
+            tot["n"] += len(b.answer_len)
+            if hm is not None and hm.shape[0]:
+                ml, mok = model.loss_terms(hm, b.mtp_targets)
+                tot["mtp"] += ml.sum().item()
+                tot["n_mtp"] += ml.numel()
+                tot["mtp_ok"] += mok.sum().item()
+    return {"loss": tot["main"] / tot["n_main"], "mtp_loss": tot["mtp"] / max(1, tot["n_mtp"]),
+            "token_acc": tot["ok"] / tot["n_main"], "exact": tot["exact"] / tot["n"],
+            "mtp_acc": tot["mtp_ok"] / max(1, tot["n_mtp"]), "samples": tot["n"]}
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    threads = torch_env.setup(args.threads)
+    torch.set_flush_denormal(True)  # decays of e^-G underflow; denormals slow the CPU down
+    torch.manual_seed(args.seed)
+
+    recs = data.load_pairs(args.data)
+    n_vocab = recs[0]["n_vocab"]
+    train, val, test = data.split_by_seed(recs, data.parse_seeds(args.val_seeds), data.parse_seeds(args.test_seeds))
+    if not train:
+        raise SystemExit("no training records left after the validation / test seeds")
+    vocab = data.training_vocab(train)
+    shape = shapes.shape(args.shape, n_vocab)
+    model = Qwen35(shape, vocab)
+    model.init_random(torch.Generator().manual_seed(args.seed))
+    n_params = sum(p.numel() for p in model.params.values())
+    n_file = n_params - len(vocab) * shape.n_embd + n_vocab * shape.n_embd
+    print("data: %d records (%d train from %d seeds, %d validation, %d test); training vocabulary %d of %d tokens"
+          % (len(recs), len(train), len({r["seed"] for r in train}), len(val), len(test), len(vocab), n_vocab),
+          file=sys.stderr)
+    print("model %s: %d trained parameters (%d in the file), %d threads" % (args.shape, n_params, n_file, threads),
+          file=sys.stderr)
+
+    opt = optimizer(model, args)
+    batcher = data.Batcher(train, args.batch, args.seed)
+    eval_every = args.eval_every or max(1, (args.steps or 10 ** 9) // 10)
+    eval_set = val[:args.eval_samples] if args.eval_samples else val
+    eval_seconds = 60.0 * args.minutes / 10 if args.minutes and not args.eval_every else 0
+    train_tsv, val_tsv = os.path.join(args.out, "train.tsv"), os.path.join(args.out, "val.tsv")
+    ft, fv = open(train_tsv, "w"), open(val_tsv, "w")
+    ft.write("step\tsamples\tseconds\tlr\tmain\tmtp\tmain_mean\tmtp_mean\ttokens_per_s\n")
+    fv.write("step\tsamples\tloss\tmtp_loss\ttoken_acc\texact\tmtp_acc\tseconds\n")
+    prog = Progress(args.steps or None, 60.0 * args.minutes if args.minutes else None)
+    t0 = time.time()
+    train_seconds = 0.0   # the loop without the evaluations
+    step, samples, mean_main, mean_mtp, first = 0, 0, None, None, None
+    last_eval_t = 0.0
+
+    def run_eval():
+        te = time.time()
+        model.eval()
+        r = evaluate(model, eval_set, args.batch)
+        model.train()
+        if r:
+            fv.write("%d\t%d\t%.5f\t%.5f\t%.4f\t%.4f\t%.4f\t%.1f\n" % (step, samples, r["loss"], r["mtp_loss"],
+                                                                     r["token_acc"], r["exact"], r["mtp_acc"],
+                                                                     time.time() - t0))
+            fv.flush()
+        return r, time.time() - te
+
+    def done_fraction():
+        # The run ends at --steps or when the training loop (evaluations not counted) used --minutes.
+        return max(step / args.steps if args.steps else 0.0,
+                   train_seconds / (60.0 * args.minutes) if args.minutes else 0.0)
+
+    while True:
+        frac = done_fraction()
+        if (args.steps and step >= args.steps) or (args.minutes and train_seconds >= 60.0 * args.minutes):
+            break
+        ts = time.time()
+        b = batcher.next()
+        lr = lr_at(args, step, frac)
+        for g in opt.param_groups:
+            g["lr"] = lr
+        main, mtp, _, _ = batch_loss(model, b)
+        loss = main + (args.mtp_weight * mtp if mtp is not None else 0.0)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        dt = time.time() - ts
+        train_seconds += dt
+        step += 1
+        samples += len(b.answer_len)
+        m, t = main.item(), (mtp.item() if mtp is not None else float("nan"))
+        if first is None:
+            first = (m, t)
+        mean_main = m if mean_main is None else 0.9 * mean_main + 0.1 * m
+        mean_mtp = t if mean_mtp is None else 0.9 * mean_mtp + 0.1 * t
+        ft.write("%d\t%d\t%.2f\t%.3e\t%.5f\t%.5f\t%.5f\t%.5f\t%.0f\n" % (step, samples, train_seconds, lr, m, t,
+                                                                      mean_main, mean_mtp, b.n_tokens / dt))
+        ft.flush()
+        prog.update(step, "loss %.3f mtp %.3f  %.2f s/sample" % (mean_main, mean_mtp, train_seconds / samples),
+                    fraction=done_fraction())
+        due = (step % eval_every == 0) if not eval_seconds else (train_seconds - last_eval_t >= eval_seconds)
+        if val and due:
+            last_eval_t = train_seconds
+            r, _ = run_eval()
+            prog.update(step, "validation: loss %.3f exact %.1f%% mtp acc %.1f%%"
+                        % (r["loss"], 100 * r["exact"], 100 * r["mtp_acc"]), force=True, fraction=done_fraction())
+    prog.done()
+    ft.close()
+
+    final_val, _ = run_eval() if val else (None, 0)
+    fv.close()
+    model.eval()
+    final_val_all = evaluate(model, val, args.batch) if val else None
+    final_test = evaluate(model, test, args.batch) if test else None
+    summary = {
+        "shape_name": args.shape, "shape": shape.to_dict(), "trained_params": n_params, "file_params": n_file,
+        "training_vocab": len(vocab), "n_vocab": n_vocab, "seed": args.seed,
+        "data": {"files": args.data, "train_records": len(train), "val_records": len(val), "test_records": len(test),
+                 "train_seeds": sorted({r["seed"] for r in train}), "val_seeds": args.val_seeds,
+                 "test_seeds": args.test_seeds},
+        "steps": step, "samples": samples, "batch": args.batch, "lr": args.lr, "mtp_weight": args.mtp_weight,
+        "train_seconds": round(train_seconds, 1), "wall_seconds": round(time.time() - t0, 1),
+        "seconds_per_sample": round(train_seconds / max(1, samples), 4), "threads": threads,
+        "first_loss": {"main": first[0], "mtp": first[1]} if first else None,
+        "final_running_loss": {"main": mean_main, "mtp": mean_mtp},
+        "validation": final_val_all, "test": final_test,
+    }
+    checkpoint.save(os.path.join(args.out, "model.pt"), model,
+                    {"name": args.name, "args": vars(args), "summary": {k: summary[k] for k in
+                                                                        ("shape_name", "steps", "samples", "seed")}})
+    png = loss_png(train_tsv, val_tsv, os.path.join(args.out, "loss.png"),
+                   "%s, %s, %d samples, %.0f s" % (args.name, args.shape, samples, train_seconds))
+    summary["loss_png"] = png
+    if args.export:
+        import export
+        summary["files"] = export.export(model, os.path.join(args.out, "export"), args.build, args.tokenizer_json,
+                                         args.export_type, args.quantize, args.output_type, name=args.name,
+                                         description="trained by tools/train (%s, seed %d, %d samples)"
+                                         % (args.shape, args.seed, samples))
+    with open(os.path.join(args.out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    print("done: %d steps, %d samples, %.0f s training (%.3f s/sample); loss %.3f -> %.3f (main), %.3f -> %.3f (MTP)"
+          % (step, samples, train_seconds, summary["seconds_per_sample"], first[0], mean_main, first[1], mean_mtp),
+          file=sys.stderr)
+    for name, r in (("validation", final_val_all), ("test", final_test)):
+        if r:
+            print("%s (%d samples): loss %.3f, token acc %.1f%%, exact match %.1f%%, MTP loss %.3f, MTP acc %.1f%%"
+                  % (name, r["samples"], r["loss"], 100 * r["token_acc"], 100 * r["exact"], r["mtp_loss"],
+                     100 * r["mtp_acc"]), file=sys.stderr)
+    return summary
+
+
+if __name__ == "__main__":
+    main()

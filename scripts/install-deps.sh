@@ -36,7 +36,9 @@ if [ "$arm64" = 1 ]; then
 fi
 missing=()
 for p in "${pkgs[@]}"; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+  # A package installed for two architectures (libicu-dev and libicu-dev:arm64) is ambiguous to
+  # `dpkg -s name`: ask for the native one by name then.
+  dpkg -s "$p" >/dev/null 2>&1 || dpkg -s "$p:$(dpkg --print-architecture)" >/dev/null 2>&1 || missing+=("$p")
 done
 command -v node >/dev/null 2>&1 || missing+=(nodejs)  # the HF reference tests and the OpenAI client test
 command -v npm >/dev/null 2>&1 || missing+=(npm)

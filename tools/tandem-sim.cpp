@@ -22,6 +22,7 @@
 #include "gguf/gguf_file.h"
 #include "model/architectures.h"
 #include "serve/model_backend.h"
+#include "serve/spec_config.h"
 
 using namespace tandem;
 using namespace tandem::agent;
@@ -35,6 +36,9 @@ void usage() {
                "  tandem-sim -m MODEL.gguf --trace T.jsonl [options]      predict counts per request and configuration\n"
                "  tandem-sim calibrate -m MODEL.gguf [-t N] [-o cost.json] measure a (ms/token), b (ms/pass), c (ms/copy), d (ms/output token)\n"
                "  tandem-sim sweep -m MODEL.gguf --trace T.jsonl --cost C  predicted mean step latency over min-gap, checkpoints, cache\n"
+               "  tandem-sim speculation --cost C --acceptance P [--tokens N] [--draft-max K]\n"
+               "                          predicted decode ms of an answer with speculation on (1..K drafts a step, each\n"
+               "                          accepted with probability P) vs off, from calibrate's draft and verify costs\n"
                "options:\n"
                "  --config \"name: flags\"  a server configuration (tandem-server's flags and defaults, speculation\n"
                "                          included; flags that change no count are skipped; repeatable). Default:\n"
@@ -49,7 +53,32 @@ void usage() {
                "  --per-request           print every request\n"
                "  --json FILE             write {config, request, stats} lines\n"
                "  --cost FILE|a,b,c[,d]   cost model (tandem-sim calibrate): adds predicted latencies\n"
-               "  -t N                    threads (calibrate)\n");
+               "  -t N                    threads (calibrate)\n"
+               "  --acceptance P          speculation: the drafts' acceptance rate, 0..1 (e.g. the policy's, measured)\n"
+               "  --tokens N              speculation: tokens per answer (default 14, the paper's)\n"
+               "  --draft-max K           speculation: the most drafts a step (default: every k calibrated)\n");
+}
+
+double parse_unit_interval(const std::string& flag, const std::string& v) {
+  size_t used = 0;
+  double x = -1;
+  try {
+    x = std::stod(v, &used);
+  } catch (const std::exception&) {
+  }
+  if (used != v.size() || !(x >= 0 && x <= 1)) throw std::invalid_argument(flag + " expects a number in 0..1, got \"" + v + "\"");
+  return x;
+}
+
+double parse_positive(const std::string& flag, const std::string& v) {
+  size_t used = 0;
+  double x = 0;
+  try {
+    x = std::stod(v, &used);
+  } catch (const std::exception&) {
+  }
+  if (used != v.size() || !(x > 0 && x < 1e9)) throw std::invalid_argument(flag + " expects a positive number, got \"" + v + "\"");
+  return x;
 }
 
 struct Loaded {
@@ -169,6 +198,45 @@ int calibrate(const std::string& model_path, int threads, const std::string& out
   const int n_dec = 32;
   for (int i = 0; i < n_dec; ++i) backend.run(std::span(toks).subspan(256 + static_cast<size_t>(i), 1), {}, true, {});
   m.ms_per_output_token = ms(t0) / n_dec;
+  if (model->has_mtp()) {
+    // Speculation's two costs, as a speculating step pays them (serve/speculator.h): k drafts
+    // from the MTP head (through the file's trimmed draft head when it has one, as the server
+    // drafts by default), then one pass over the last token and its k drafts and, when a draft
+    // is rejected, the roll-back to the accepted position (timed here with every draft rejected).
+    constexpr int kMaxDrafts = 3;
+    serve::SpecConfig sc;
+    sc.draft_max = kMaxDrafts;
+    backend.reset();
+    backend.start_speculation(sc);
+    backend.run(std::span(toks).subspan(0, 256), {}, true, {});
+    auto argmax = [](std::span<const float> v) {
+      return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+    };
+    int32_t last = argmax(backend.logits());
+    std::vector<int32_t> drafts;
+    constexpr int kReps = 12;
+    double draft_ms = 0;
+    int64_t drafted = 0;
+    m.ms_per_verify.assign(kMaxDrafts, 0.0);
+    for (int rep = 0; rep < kReps; ++rep)
+      for (int k = 1; k <= kMaxDrafts; ++k) {
+        auto t = Clock::now();
+        backend.draft(last, k, {}, drafts);
+        if (rep > 0) draft_ms += ms(t), drafted += static_cast<int64_t>(drafts.size());
+        drafts.resize(static_cast<size_t>(k), last);  // fewer drafts than asked: pad, the pass has 1 + k rows
+        std::vector<int32_t> batch = {last};
+        batch.insert(batch.end(), drafts.begin(), drafts.end());
+        const int64_t pos0 = backend.n_past();
+        t = Clock::now();
+        const serve::VerifiedRows rows = backend.verify(batch);
+        const int32_t next = argmax(rows.row(0));
+        backend.roll_back(pos0 + 1);
+        if (rep > 0) m.ms_per_verify[static_cast<size_t>(k - 1)] += ms(t) / (kReps - 1);
+        last = next;
+      }
+    m.ms_per_draft = drafted > 0 ? draft_ms / static_cast<double>(drafted) : 0;
+    backend.stop_speculation();
+  }
   m.note = "tandem-sim calibrate -m " + model_path + " (threads " + std::to_string(threads) + ")";
   const nlohmann::json j = m;
   std::printf("a = %.4f ms/token, b = %.3f ms/pass, c = %.3f ms/copy, d = %.3f ms/output token\n", m.ms_per_token,
@@ -179,9 +247,35 @@ int calibrate(const std::string& model_path, int threads, const std::string& out
   if (m.ms_per_token > 0)
     std::printf("one pass costs as much as %.0f tokens; a copy as much as %.0f tokens\n", m.ms_per_pass / m.ms_per_token,
                 m.ms_per_copy / m.ms_per_token);
+  if (m.has_spec()) {
+    std::printf("speculation: %.3f ms per draft; verify 1+k (with a roll-back):", m.ms_per_draft);
+    for (size_t k = 0; k < m.ms_per_verify.size(); ++k)
+      std::printf(" k=%zu %.3f ms (%.2fx d)", k + 1, m.ms_per_verify[k], m.ms_per_verify[k] / m.ms_per_output_token);
+    std::printf("\n");
+  }
   if (!out_path.empty()) {
     std::ofstream(out_path) << j.dump(2) << "\n";
     std::fprintf(stderr, "wrote %s\n", out_path.c_str());
+  }
+  return 0;
+}
+
+// ----- speculation -----
+
+// The decode side of one answer with and without speculation, from a calibrated cost model.
+int speculation(const CostModel& c, double p, double tokens, int draft_max) {
+  if (!c.has_spec())
+    throw std::invalid_argument("the cost model has no speculation costs (calibrate a model with an MTP head)");
+  const int K = draft_max > 0 ? std::min<int>(draft_max, static_cast<int>(c.ms_per_verify.size()))
+                              : static_cast<int>(c.ms_per_verify.size());
+  const double off = c.expected_decode_ms(tokens, 0, p);
+  std::printf("answer of %.0f tokens, drafts accepted with p = %.3f (%s)\n", tokens, p,
+              c.note.empty() ? "cost model" : c.note.c_str());
+  std::printf("| drafts a step | decode ms per answer | vs off | verify 1+k / decode step |\n|---|---:|---:|---:|\n");
+  std::printf("| off | %.1f | 1.000 | |\n", off);
+  for (int k = 1; k <= K; ++k) {
+    const double on = c.expected_decode_ms(tokens, k, p);
+    std::printf("| %d | %.1f | %.3f | %.2f |\n", k, on, on / off, c.ms_per_verify[static_cast<size_t>(k - 1)] / c.ms_per_output_token);
   }
   return 0;
 }
@@ -191,7 +285,8 @@ int calibrate(const std::string& model_path, int threads, const std::string& out
 int main(int argc, char** argv) {
   std::string mode = "predict";
   int first = 1;
-  if (argc > 1 && (std::string(argv[1]) == "calibrate" || std::string(argv[1]) == "sweep")) {
+  if (argc > 1 && (std::string(argv[1]) == "calibrate" || std::string(argv[1]) == "sweep" ||
+                   std::string(argv[1]) == "speculation")) {
     mode = argv[1];
     first = 2;
   }
@@ -199,6 +294,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> config_specs;
   bool per_request = false;
   int threads = 0;
+  double acceptance = -1, answer_tokens = 14;
+  int draft_max = 0;
   try {
     for (int i = first; i < argc; ++i) {
       const std::string a = argv[i];
@@ -217,13 +314,21 @@ int main(int argc, char** argv) {
       else if (a == "--per-request") per_request = true;
       else if (a == "-t" || a == "--threads") threads = std::stoi(value());
       else if (a == "-o") out_path = value();
+      else if (a == "--acceptance") acceptance = parse_unit_interval(a, value());
+      else if (a == "--tokens") answer_tokens = parse_positive(a, value());
+      else if (a == "--draft-max") draft_max = static_cast<int>(parse_positive(a, value()));
       else if (a == "-h" || a == "--help") {
         usage();
         return 0;
       } else throw std::invalid_argument("unknown option " + a);
     }
-    if (model_path.empty()) throw std::invalid_argument("-m MODEL.gguf is required");
-    if (mode != "calibrate" && trace_path.empty()) throw std::invalid_argument("--trace is required");
+    if (mode == "speculation") {
+      if (cost_spec.empty()) throw std::invalid_argument("speculation needs --cost (tandem-sim calibrate -o cost.json)");
+      if (acceptance < 0) throw std::invalid_argument("speculation needs --acceptance P (0..1)");
+    } else {
+      if (model_path.empty()) throw std::invalid_argument("-m MODEL.gguf is required");
+      if (mode != "calibrate" && trace_path.empty()) throw std::invalid_argument("--trace is required");
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tandem-sim: %s\n", e.what());
     usage();
@@ -232,6 +337,7 @@ int main(int argc, char** argv) {
 
   try {
     if (mode == "calibrate") return calibrate(model_path, threads, out_path);
+    if (mode == "speculation") return speculation(parse_cost_model(cost_spec), acceptance, answer_tokens, draft_max);
 
     const Loaded m = load_model_meta(model_path);
     const std::vector<TraceRecord> trace = read_trace(trace_path);

@@ -1,5 +1,7 @@
 #include "agent/sim.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -174,8 +176,31 @@ double CostModel::prefill_ms(const serve::RequestStats& s) const {
          ms_per_copy * copies;
 }
 
-double CostModel::step_ms(const serve::RequestStats& s) const {
-  return prefill_ms(s) + ms_per_output_token * static_cast<double>(s.tokens_generated);
+double CostModel::decode_ms(const serve::RequestStats& s) const {
+  if (!has_spec() || s.step_drafted.empty())
+    return ms_per_output_token * static_cast<double>(std::max<int64_t>(s.tokens_generated - 1, 0));
+  double ms = 0;
+  for (int32_t n : s.step_drafted) {
+    if (n <= 0) {
+      ms += ms_per_output_token;
+      continue;
+    }
+    const size_t k = std::min(static_cast<size_t>(n), ms_per_verify.size());
+    ms += ms_per_draft * n + ms_per_verify[k - 1];
+  }
+  return ms;
+}
+
+double CostModel::step_ms(const serve::RequestStats& s) const { return prefill_ms(s) + decode_ms(s); }
+
+double CostModel::expected_decode_ms(double tokens, int k, double p) const {
+  const double rest = std::max(tokens - 1, 0.0);  // the first token comes from the prompt pass
+  if (k <= 0 || !has_spec()) return ms_per_output_token * rest;
+  k = std::min<int>(k, static_cast<int>(ms_per_verify.size()));
+  double per_step = 1, pi = 1;
+  for (int i = 1; i <= k; ++i) per_step += (pi *= p);
+  const double step = ms_per_draft * k + ms_per_verify[static_cast<size_t>(k - 1)];
+  return rest / per_step * step;
 }
 
 void to_json(nlohmann::json& j, const CostModel& c) {
@@ -183,6 +208,10 @@ void to_json(nlohmann::json& j, const CostModel& c) {
                      {"ms_per_pass", c.ms_per_pass},
                      {"ms_per_copy", c.ms_per_copy},
                      {"ms_per_output_token", c.ms_per_output_token}};
+  if (c.has_spec()) {
+    j["ms_per_draft"] = c.ms_per_draft;
+    j["ms_per_verify"] = c.ms_per_verify;
+  }
   if (!c.note.empty()) j["note"] = c.note;
 }
 
@@ -191,6 +220,8 @@ void from_json(const nlohmann::json& j, CostModel& c) {
   c.ms_per_pass = j.at("ms_per_pass").get<double>();
   c.ms_per_copy = j.value("ms_per_copy", 0.0);
   c.ms_per_output_token = j.value("ms_per_output_token", 0.0);
+  c.ms_per_draft = j.value("ms_per_draft", 0.0);
+  c.ms_per_verify = j.value("ms_per_verify", std::vector<double>{});
   c.note = j.value("note", std::string());
 }
 

@@ -64,12 +64,28 @@ struct CostModel {
   double ms_per_token = 0;     // a
   double ms_per_pass = 0;      // b
   double ms_per_copy = 0;      // c: one checkpoint save or restore
-  double ms_per_output_token = 0;  // decode, for step latency
+  double ms_per_output_token = 0;  // d: a plain decode step, for step latency
+  // Speculation (calibrated on a model with an MTP head; empty otherwise): one draft (the MTP
+  // head and the matrix it drafts through, the trimmed head when the file has one), and one
+  // verification pass over the last token and k drafts, ms_per_verify[k - 1].
+  double ms_per_draft = 0;
+  std::vector<double> ms_per_verify;
   std::string note;
 
+  bool has_spec() const { return !ms_per_verify.empty(); }
   // copies = checkpoints created + restored
   double prefill_ms(const serve::RequestStats& s) const;
-  double step_ms(const serve::RequestStats& s) const;  // prefill + tokens_generated decode steps
+  // prefill + the decode side: tokens_generated plain decode steps, or, when the request's log
+  // holds its speculation steps (step_drafted / step_accepted) and the model has spec costs, what
+  // those steps cost: a step with n drafts costs n drafts and a verify pass of 1 + n, a step
+  // without drafts a plain decode step.
+  double step_ms(const serve::RequestStats& s) const;
+  double decode_ms(const serve::RequestStats& s) const;
+  // The expected decode side of an answer of `tokens` tokens (the first from the prompt pass)
+  // under speculation with k drafts a step, each accepted with probability p until the first
+  // rejection: a step costs k drafts and a verify pass of 1 + k and emits 1 + p + ... + p^k
+  // tokens on average. k = 0: plain decoding.
+  double expected_decode_ms(double tokens, int k, double p) const;
 };
 void to_json(nlohmann::json& j, const CostModel& c);
 void from_json(const nlohmann::json& j, CostModel& c);

@@ -171,5 +171,32 @@ TEST(ReplayModel, EqualsTheEngineOnLfm2AndGraniteHybrid) {
   }
 }
 
+TEST(CostModel, SpeculationTermsPriceDraftsAndVerifyPasses) {
+  CostModel c;
+  c.ms_per_output_token = 10;
+  EXPECT_FALSE(c.has_spec());
+  EXPECT_DOUBLE_EQ(c.expected_decode_ms(15, 3, 0.9), 140);  // no spec costs: plain decoding, 14 steps
+  c.ms_per_draft = 1;
+  c.ms_per_verify = {12, 13, 14};
+  EXPECT_DOUBLE_EQ(c.expected_decode_ms(15, 0, 0.9), 140);
+  EXPECT_DOUBLE_EQ(c.expected_decode_ms(15, 3, 1.0), 14.0 / 4 * (3 + 14));  // every draft accepted: 4 tokens a step
+  EXPECT_DOUBLE_EQ(c.expected_decode_ms(15, 3, 0.0), 14.0 * (3 + 14));      // none: one token a step, dearer
+  EXPECT_DOUBLE_EQ(c.expected_decode_ms(15, 2, 0.5), 14.0 / 1.75 * (2 + 13));
+  EXPECT_DOUBLE_EQ(c.expected_decode_ms(15, 9, 1.0), c.expected_decode_ms(15, 3, 1.0));  // k capped by the calibration
+  // A logged request: steps of 3, 0 and 2 drafts.
+  serve::RequestStats s;
+  s.tokens_generated = 7;
+  s.step_drafted = {3, 0, 2};
+  EXPECT_DOUBLE_EQ(c.decode_ms(s), (3 + 14) + 10 + (2 + 13));
+  s.step_drafted.clear();
+  EXPECT_DOUBLE_EQ(c.decode_ms(s), 60);  // no steps logged: plain decoding after the first token
+  // The spec terms survive the JSON round trip.
+  const nlohmann::json j = c;
+  const CostModel back = j.get<CostModel>();
+  EXPECT_EQ(back.ms_per_verify, c.ms_per_verify);
+  EXPECT_DOUBLE_EQ(back.ms_per_draft, 1);
+}
+
 }  // namespace
 }  // namespace tandem::agent
+

@@ -91,7 +91,7 @@ void validate_chat_messages(const Json& messages, const std::vector<std::string>
   for (size_t i = 0; i < messages.size(); ++i) {
     const Json& m = messages[i];
     const std::string at = "messages[" + std::to_string(i) + "]";
-    if (!m.is_object()) fail(at, "must be an object {\"role\": ..., \"content\": ...}, got " + std::string(m.type_name()), "messages");
+    if (!m.is_object()) fail(at, "is not an object {\"role\": ..., \"content\": ...}: it is a " + std::string(m.type_name()), "messages");
     const auto r = m.find("role");
     if (r == m.end() || !r->is_string()) fail(at + ".role", "must be a string", "messages");
     const std::string& role = r->get_ref<const std::string&>();

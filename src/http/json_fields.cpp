@@ -114,8 +114,8 @@ std::optional<int64_t> opt_int(const Json& obj, const char* key, int64_t lo, int
   const Json* v = field(obj, key);
   if (!v) return std::nullopt;
   const auto out_of_range = [&](const std::string& got) {
-    return bad_request(std::string("'") + key + "' must be an integer in [" + std::to_string(lo) + ", " +
-                           std::to_string(hi) + "], got " + got,
+    return bad_request(std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                           "], got " + got,
                        key);
   };
   int64_t x = 0;

@@ -2,6 +2,9 @@
 // switch the serving policy at run time), /v1/models, /tokenize, /detokenize.
 #include <httplib.h>
 
+#include <cmath>
+#include <cstdio>
+
 #include "http/api_error.h"
 #include "http/json_fields.h"
 #include "http/memory_policy.h"
@@ -234,7 +237,15 @@ void HttpServer::props_post(const httplib::Request& req, httplib::Response& res)
     std::string text;
     if (v.is_string()) text = v.get<std::string>();
     else if (v.is_boolean()) text = v.get<bool>() ? "on" : "off";
-    else if (v.is_number()) text = to_text(v);  // 1.5 and 1e20 reach the row as the flag would see them
+    else if (v.is_number_float() && std::isfinite(v.get<double>()) && std::floor(v.get<double>()) == v.get<double>() &&
+             std::fabs(v.get<double>()) >= 9e15) {
+      // An integer literal past 2^64 arrives as a double: its digits, so that the row names its range.
+      char buf[400];
+      std::snprintf(buf, sizeof buf, "%.0f", v.get<double>());
+      text = buf;
+    } else if (v.is_number()) {
+      text = to_text(v);  // 1.5 reaches the row as the flag would see it
+    }
     else throw bad_request("'" + k + "' must be a number, a string or a boolean, got " + v.type_name(), k);
     const serve::ServingSetting* row = serve::find_setting<serve::EngineConfig>(serve::serving_settings(), flag);
     try {

@@ -6,6 +6,8 @@
 // Stops on SIGINT / SIGTERM: requests in flight are cancelled; with --state-dir the slots and the
 // prompt cache are written there (a restart loads them), otherwise the states are freed.
 // Exits with status 75 when the watchdog fires (serve/watchdog.h): a supervisor restarts it.
+#include <sys/resource.h>
+
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -49,6 +51,16 @@ int main(int argc, char** argv) {
     };
   // Large buffers always their own mapping, returned when freed (http/memory_policy.h).
   http::configure_allocator();
+  // Every connection is a descriptor (--max-connections): the soft limit up to the hard one, and a
+  // warning when the cap still does not fit (the transport then stops accepting until one frees).
+  if (rlimit nofile{}; getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+    nofile.rlim_cur = nofile.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &nofile);
+    getrlimit(RLIMIT_NOFILE, &nofile);
+    if (nofile.rlim_cur != RLIM_INFINITY && static_cast<rlim_t>(opt.max_connections) + 64 > nofile.rlim_cur)
+      std::fprintf(stderr, "tandem-server: warning: --max-connections %d does not fit the descriptor limit %llu\n",
+                   opt.max_connections, static_cast<unsigned long long>(nofile.rlim_cur));
+  }
   // Every thread inherits this mask; the main thread waits for the signals below.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

@@ -303,7 +303,13 @@ void Transport::accept_from(int listen_fd, bool is_unix) {
     const int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
-      return;  // EAGAIN, or out of descriptors (EMFILE): the backlog keeps the rest for the next wake-up
+      if (errno == EMFILE || errno == ENFILE) {
+        // Out of descriptors: the listener would wake the loop at once, forever. Stop listening
+        // until the next tick (the backlog keeps the clients meanwhile).
+        ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd, nullptr);
+        paused_listeners_.push_back(listen_fd);
+      }
+      return;  // EAGAIN: all taken
     }
     ++stats_.connections_accepted;
     if (static_cast<int>(conns_.size()) >= cfg_.max_connections && !make_room()) {
@@ -518,6 +524,13 @@ void Transport::close_conn(int fd) {
 }
 
 void Transport::sweep(Clock::time_point now) {
+  for (const int fd : paused_listeners_) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (!stopping_) ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+  }
+  paused_listeners_.clear();
   std::vector<int> expired;
   for (auto& [fd, c] : conns_)
     if (c->phase != Conn::Phase::Busy && now >= c->deadline) expired.push_back(fd);

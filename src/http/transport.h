@@ -125,6 +125,7 @@ class Transport {
 
   // Loop thread only (a Busy connection's request and socket belong to its worker meanwhile).
   std::unordered_map<int, std::unique_ptr<Conn>> conns_;
+  std::vector<int> paused_listeners_;  // out of descriptors: listening again at the next tick
 
   std::mutex mu_;
   std::condition_variable work_cv_;

@@ -151,8 +151,10 @@ std::string HttpServer::serve_bytes(std::string_view raw, std::vector<int>* stat
   FramedAll all = frame_all(raw, limits);
   StringSink sink;
   Peer peer{"127.0.0.1", 40000, "127.0.0.1", port_};
-  const auto note = [&](size_t at) {  // "HTTP/1.1 NNN" where the answer began
-    if (statuses && sink.out.size() >= at + 12) statuses->push_back(std::atoi(sink.out.c_str() + at + 9));
+  const auto note = [&](size_t at) {  // "HTTP/1.1 NNN" where the answer began; 0: no answer
+    if (!statuses) return;
+    const bool line = sink.out.size() >= at + 12 && sink.out.compare(at, 9, "HTTP/1.1 ") == 0;
+    statuses->push_back(line ? std::atoi(sink.out.c_str() + at + 9) : 0);
   };
   for (FramedRequest& r : all.requests) {
     const size_t at = sink.out.size();
@@ -161,8 +163,7 @@ std::string HttpServer::serve_bytes(std::string_view raw, std::vector<int>* stat
     if (!keep) return sink.out;
   }
   if (all.refused) {
-    note(sink.out.size());
-    if (statuses) statuses->back() = all.error.status;
+    if (statuses) statuses->push_back(all.error.status);
     const ApiError e(all.error.status, all.error.status >= 500 ? "server_error" : "invalid_request_error",
                      all.error.message);
     sink.out += simple_response(e.status(), to_text(error_body(e)), true);

@@ -399,6 +399,21 @@ TEST(HttpHostile, PromptsFarTooLongForTheContextAreRefusedFromTheirSize) {
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5));
 }
 
+TEST(HttpHostile, ServeBytesAnswersEveryRequestWithoutASocket) {
+  // The fuzz target's entry point (fuzz/http_fuzz.cpp): pipelined requests, then a refusal.
+  TestServer s(small_engine());
+  std::vector<int> statuses;
+  const std::string out = s.server->serve_bytes(
+      "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + post("/tokenize", R"({"content":"hi"})") +
+          "GET /x HTTP/1.1\r\nno colon\r\n\r\n",
+      &statuses);
+  EXPECT_EQ(statuses, (std::vector<int>{200, 200}));  // the tokenize request asked to close
+  statuses.clear();
+  s.server->serve_bytes("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /x HTTP/1.1\r\nno colon\r\n\r\n", &statuses);
+  EXPECT_EQ(statuses, (std::vector<int>{200, 400}));
+  EXPECT_NE(out.find("{\"tokens\":["), std::string::npos) << out;
+}
+
 TEST(HttpHostile, ServesOverAUnixSocket) {
   const std::string path = ::testing::TempDir() + "/tandem-http-" + std::to_string(::getpid()) + ".sock";
   TestServer s(small_engine(), [&](HttpServerConfig& hc) { hc.unix_socket = path; });

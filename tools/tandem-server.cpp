@@ -6,6 +6,8 @@
 // Stops on SIGINT / SIGTERM: requests in flight are cancelled; with --state-dir the slots and the
 // prompt cache are written there (a restart loads them), otherwise the states are freed.
 // Exits with status 75 when the watchdog fires (serve/watchdog.h): a supervisor restarts it.
+#include <sys/resource.h>
+
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -16,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "http/memory_policy.h"
 #include "http/request_log.h"
 #include "http/server.h"
 #include "http/server_options.h"
@@ -46,6 +49,18 @@ int main(int argc, char** argv) {
       if (u.kind != serve::WorkKind::Pass) return;
       for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
     };
+  // Large buffers always their own mapping, returned when freed (http/memory_policy.h).
+  http::configure_allocator();
+  // Every connection is a descriptor (--max-connections): the soft limit up to the hard one, and a
+  // warning when the cap still does not fit (the transport then stops accepting until one frees).
+  if (rlimit nofile{}; getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+    nofile.rlim_cur = nofile.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &nofile);
+    getrlimit(RLIMIT_NOFILE, &nofile);
+    if (nofile.rlim_cur != RLIM_INFINITY && static_cast<rlim_t>(opt.max_connections) + 64 > nofile.rlim_cur)
+      std::fprintf(stderr, "tandem-server: warning: --max-connections %d does not fit the descriptor limit %llu\n",
+                   opt.max_connections, static_cast<unsigned long long>(nofile.rlim_cur));
+  }
   // Every thread inherits this mask; the main thread waits for the signals below.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -113,13 +128,23 @@ int main(int argc, char** argv) {
     hc.mmproj_path = opt.mmproj_path;
     hc.model_names = opt.aliases;
     hc.json_whitespace = opt.json_compact ? grammar::JsonWhitespace::Compact : grammar::JsonWhitespace::Flexible;
+    hc.unix_socket = opt.unix_socket;
+    hc.allowed_hosts = opt.allow_hosts;
+    hc.max_connections = opt.max_connections;
+    hc.request_timeout_ms = opt.request_timeout_s * 1000;
+    hc.keep_alive_ms = opt.keep_alive_s * 1000;
+    hc.write_timeout_ms = opt.write_timeout_s * 1000;
+    hc.max_body_bytes = static_cast<size_t>(opt.max_body_mib) << 20;
+    hc.max_buffered_bytes = static_cast<size_t>(opt.max_buffered_mib) << 20;
     const std::filesystem::path p(opt.model_path);
     hc.model_names.push_back(p.filename().string());
     if (p.stem() != p.filename()) hc.model_names.push_back(p.stem().string());
     http::HttpServer server(engine, tmpl, hc);
     const int port = server.start();
-    std::printf("tandem-server: listening on http://%s:%d (%d slots x %lld tokens, policy %s, model %s)\n",
-                opt.host.c_str(), port, opt.engine.n_parallel, static_cast<long long>(opt.engine.n_ctx),
+    const std::string where = opt.unix_socket.empty() ? "http://" + opt.host + ":" + std::to_string(port)
+                                                      : "unix:" + opt.unix_socket;
+    std::printf("tandem-server: listening on %s (%d slots x %lld tokens, policy %s, model %s)\n", where.c_str(),
+                opt.engine.n_parallel, static_cast<long long>(opt.engine.n_ctx),
                 std::string(serve::to_string(opt.engine.policy.kind)).c_str(), hc.model_names.front().c_str());
     std::fflush(stdout);
 

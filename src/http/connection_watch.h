@@ -1,22 +1,21 @@
 // Noticing that an HTTP client went away while its request is still being served.
 //
-// cpp-httplib 0.11 gives handlers no access to the socket, and a socket whose peer has closed
-// still reads as writable, so neither a non-streaming handler nor a content provider would learn
-// of a disconnect before generation ends. The watch finds the connection's socket among the
-// process's descriptors by its two endpoints (Request::local_addr/port, remote_addr/port) while
-// the handler holds it open, and asks the kernel whether the peer has hung up (POLLRDHUP).
+// A socket whose peer has closed still reads as writable, so neither a non-streaming handler nor a
+// content provider would learn of a disconnect before generation ends. The watch takes the socket
+// of the request the calling thread serves (http/router.h: current_connection_fd(), set while the
+// router runs a request from the transport) and asks the kernel whether the peer has hung up
+// (POLLRDHUP). The transport does not read a connection while a worker serves it, so the socket is
+// the handler's to poll until the answer is written.
 #pragma once
-
-#include <string>
 
 namespace tandem::http {
 
 class ConnectionWatch {
  public:
   ConnectionWatch() = default;  // watches nothing: never closed
-  // Finds the socket; an unknown connection gives a watch that never reports closed.
-  static ConnectionWatch find(const std::string& local_addr, int local_port, const std::string& remote_addr,
-                              int remote_port);
+  // The connection of the request this thread serves; outside a socket (serve_bytes) a watch that
+  // never reports closed.
+  static ConnectionWatch current();
 
   bool valid() const { return fd_ >= 0; }
   // True once the peer has closed or reset the connection (no wait).

@@ -93,12 +93,18 @@ struct TestServer {
     TinyModel& m = TinyModel::get();
     start(*m.model, *m.tok, m.tmpl, std::move(cfg), std::move(api_key), with_vision ? m.vision() : nullptr);
   }
+  // The HTTP side configured by the test (limits, timeouts, allowed hosts, a Unix socket).
+  TestServer(serve::EngineConfig cfg, const std::function<void(HttpServerConfig&)>& configure) {
+    TinyModel& m = TinyModel::get();
+    start(*m.model, *m.tok, m.tmpl, std::move(cfg), {}, nullptr, configure);
+  }
   // Another model (the other hybrids' tests): the caller keeps model, tokenizer and template alive.
   TestServer(HybridModel& model, const text::Tokenizer& tok, const text::ChatTemplate& tmpl, serve::EngineConfig cfg) {
     start(model, tok, tmpl, std::move(cfg), {}, nullptr);
   }
   void start(HybridModel& model, const text::Tokenizer& tok, const text::ChatTemplate& tmpl, serve::EngineConfig cfg,
-             std::string api_key, vision::VisionModel* vision) {
+             std::string api_key, vision::VisionModel* vision,
+             const std::function<void(HttpServerConfig&)>& configure = {}) {
     engine = std::make_unique<serve::Engine>(model, tok, cfg, vision);
     engine->set_finish_hook([this](const serve::EngineRequest& req, const serve::GenerationResult& r, uint64_t id) {
       std::lock_guard lk(mu);
@@ -109,6 +115,7 @@ struct TestServer {
     hc.port = 0;
     hc.api_key = std::move(api_key);
     hc.model_names = {"tiny", "qwen35-tiny"};
+    if (configure) configure(hc);
     server = std::make_unique<HttpServer>(*engine, tmpl, hc);
     port = server->start();
   }
@@ -171,6 +178,30 @@ class RawClient {
       off += static_cast<size_t>(n);
     }
     return true;
+  }
+  // Sends bytes as they are (framing tests).
+  bool send_raw(const std::string& bytes) {
+    size_t off = 0;
+    while (off < bytes.size()) {
+      const ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      off += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  // Reads until the peer closes or `timeout` passes; true when it closed.
+  bool read_to_close(std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return false;
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return true;
+      received_.append(buf, static_cast<size_t>(n));
+    }
   }
   // Reads until `needle` has arrived (true) or timeout / end of stream (false).
   bool read_until(const std::string& needle, std::chrono::milliseconds timeout = std::chrono::seconds(60)) {

@@ -1,5 +1,7 @@
 #include "http/metrics_text.h"
 
+#include "http/transport.h"
+
 #include <cstdio>
 #include <sstream>
 
@@ -218,6 +220,37 @@ std::string prometheus_text(const serve::EngineSnapshot& s) {
                (s.consolidate ? "on" : "off") + "\"");
   w.one("tandem_config_ctx_checkpoints", "gauge", "Checkpoint capacity per slot.", d(s.ctx_checkpoints));
   w.one("tandem_config_min_gap", "gauge", "Divergence policy's min_gap.", d(s.min_gap));
+  return w.str();
+}
+
+std::string process_metrics_text(const TransportStats* t, size_t rss_bytes, size_t tokenizer_scratch_bytes) {
+  Writer w;
+  const auto d = [](auto v) { return static_cast<double>(v); };
+  w.one("tandem_process_resident_bytes", "gauge", "Resident set size of the process (/proc/self/statm).", d(rss_bytes));
+  w.one("tandem_tokenizer_scratch_bytes", "gauge",
+        "Bytes held by the tokenizer's per-thread scratch buffers, all threads (each keeps at most 256 KiB per buffer).",
+        d(tokenizer_scratch_bytes));
+  if (!t) return w.str();
+  w.one("tandem_http_connections_open", "gauge", "Open HTTP connections (reading, idle or being served).",
+        d(t->connections_open.load()));
+  w.one("tandem_http_connections_accepted_total", "counter", "HTTP connections accepted.", d(t->connections_accepted.load()));
+  w.one("tandem_http_connections_refused_total", "counter",
+        "Connections refused with 503 at --max-connections while every connection was running a request.",
+        d(t->connections_refused.load()));
+  w.one("tandem_http_requests_total", "counter", "Complete requests handed to the HTTP workers.", d(t->requests.load()));
+  w.one("tandem_http_framing_refused_total", "counter",
+        "Requests refused for their framing (malformed head, conflicting lengths, over a size limit).",
+        d(t->framing_refused.load()));
+  w.one("tandem_http_slow_clients_dropped_total", "counter",
+        "Requests dropped because their head and body did not arrive within --request-timeout-s, or evicted as the "
+        "slowest at --max-connections.",
+        d(t->slow_dropped.load()));
+  w.one("tandem_http_buffer_refused_total", "counter", "Requests refused with 503 because --max-buffered-mib was full.",
+        d(t->budget_refused.load()));
+  w.one("tandem_http_buffered_bytes", "gauge", "Request bytes held now (heads and bodies not yet answered).",
+        d(t->buffered_bytes.load()));
+  w.one("tandem_http_buffered_peak_bytes", "gauge", "The most request bytes held at once since start.",
+        d(t->buffered_peak.load()));
   return w.str();
 }
 

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "http/api_error.h"
+#include "http/chat_validation.h"
 #include "http/image_request.h"
 #include "http/json_fields.h"
 
@@ -47,7 +48,7 @@ void parse_common(const Json& b, const ParseContext& ctx, serve::GenerationParam
                         "id_slot");
     gp.id_slot = static_cast<int>(*v);
   }
-  if (auto v = opt_int(b, "timeout_ms", 0, std::numeric_limits<int32_t>::max())) gp.timeout_ms = *v;
+  if (auto v = opt_int(b, "timeout_ms", 0, serve::kMaxTimeoutMs)) gp.timeout_ms = *v;
   opt_bool(b, "cache_prompt");  // accepted for llama.cpp clients; reuse is always the policy's
   if (auto v = opt_int(b, "n", 1, std::numeric_limits<int32_t>::max()); v && *v != 1)
     throw bad_request("'n' must be 1: one choice per request", "n");
@@ -64,6 +65,26 @@ void parse_common(const Json& b, const ParseContext& ctx, serve::GenerationParam
     gp.logprobs = true;
     gp.top_logprobs = static_cast<int>(*v);
   }
+}
+
+// A text of `bytes` bytes that cannot fit the context whatever it tokenizes to (see
+// ParseContext::max_token_bytes) is refused before the work proportional to it.
+void check_prompt_size(size_t bytes, const ParseContext& ctx, const char* field) {
+  if (ctx.max_token_bytes == 0 || ctx.n_ctx <= 0) return;
+  const uint64_t least = bytes / (3 * ctx.max_token_bytes);
+  if (least >= static_cast<uint64_t>(ctx.n_ctx))
+    throw bad_request(std::string("'") + field + "' has " + std::to_string(bytes) + " bytes: at least " +
+                          std::to_string(least) + " tokens, more than a slot's context of " + std::to_string(ctx.n_ctx) +
+                          " tokens",
+                      field);
+}
+
+size_t text_bytes(const Json& v) {
+  if (v.is_string()) return v.get_ref<const std::string&>().size();
+  size_t n = 0;
+  if (v.is_array())
+    for (const Json& e : v) n += e.is_string() ? e.get_ref<const std::string&>().size() : 0;
+  return n;
 }
 
 bool parse_stream(const Json& b, ParsedRequest& out) {
@@ -213,6 +234,7 @@ ParsedRequest parse_completion_request(const Json& b, const ParseContext& ctx) {
     build_image_prompt(*ctx.engine, text->get_ref<const std::string&>(), ctx.media_marker, files, parse_image_budget(b),
                        "multimodal_data", out.engine);
   } else {
+    check_prompt_size(text_bytes(*text), ctx, "prompt");
     out.engine.prompt = tokens_of(*text, *ctx.tok, "prompt", /*add_special=*/true);
     if (out.engine.prompt.empty()) throw bad_request("'prompt' is empty", "prompt");
     out.engine.user_starts = find_user_starts(*ctx.tok, out.engine.prompt, ctx.tmpl);
@@ -232,11 +254,17 @@ ParsedRequest parse_chat_request(const Json& b, const ParseContext& ctx) {
   if (msgs == b.end() || msgs->is_null()) throw bad_request("missing 'messages' (an array of chat messages)", "messages");
   if (!msgs->is_array()) throw bad_request(std::string("'messages' must be an array, got ") + msgs->type_name(), "messages");
   if (msgs->empty()) throw bad_request("'messages' is empty: at least one message is needed", "messages");
+  validate_chat_messages(*msgs, ctx.tmpl ? text::chat_template_roles(ctx.tmpl->family()) : std::vector<std::string>{});
+  const auto tools = b.find("tools");
+  if (tools != b.end()) validate_tools(*tools);
 
   Json chat = Json::object();
   std::vector<std::vector<uint8_t>> files;  // the image parts' files, in order
   chat["messages"] = inline_image_parts(*msgs, ctx.media_marker, files);
-  if (const auto t = b.find("tools"); t != b.end() && !t->is_null()) chat["tools"] = *t;
+  // OpenAI's "developer" is the system role under another name (its newer models' instructions).
+  for (Json& m : chat["messages"])
+    if (m["role"] == "developer") m["role"] = "system";
+  if (tools != b.end() && !tools->is_null()) chat["tools"] = *tools;
   std::optional<bool> thinking = opt_bool(b, "enable_thinking");
   if (const auto k = b.find("chat_template_kwargs"); k != b.end() && !k->is_null()) {
     if (!k->is_object()) throw bad_request("'chat_template_kwargs' must be an object", "chat_template_kwargs");
@@ -248,7 +276,9 @@ ParsedRequest parse_chat_request(const Json& b, const ParseContext& ctx) {
     text::ChatRequest req = text::ChatRequest::from_json(chat);
     req.add_generation_prompt = true;
     if (files.empty()) {
-      ct = text::tokenize_chat(*ctx.tok, ctx.tmpl->render(req));
+      const text::ChatPrompt rendered = ctx.tmpl->render(req);
+      check_prompt_size(rendered.text.size(), ctx, "messages");
+      ct = text::tokenize_chat(*ctx.tok, rendered);
     } else {
       if (!ctx.engine) throw bad_request("images are not accepted here", "messages");
       // The rendered text holds a media marker per image: tokenized around them as mtmd does.

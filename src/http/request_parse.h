@@ -28,6 +28,10 @@ struct ParseContext {
   // and the marker that stands for an image in prompt text.
   const serve::Engine* engine = nullptr;
   std::string media_marker = "<__media__>";
+  // The longest text one token stands for (bytes): a prompt of B bytes is at least
+  // B / (3 * max_token_bytes) tokens (NFC composes at most 3 bytes into 1), so one far too long
+  // for the context is refused from its size, before it is tokenized. 0: no such check.
+  size_t max_token_bytes = 0;
 };
 
 struct ParsedRequest {

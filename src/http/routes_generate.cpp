@@ -64,6 +64,7 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, A
   ctx.json_whitespace = cfg_.json_whitespace;
   ctx.engine = &engine_;
   ctx.media_marker = cfg_.media_marker;
+  ctx.max_token_bytes = max_token_bytes_;
   const bool chat = api == Api::OpenAiChat;
   ParsedRequest pr = chat ? parse_chat_request(body, ctx) : parse_completion_request(body, ctx);
   const int64_t n_prompt = static_cast<int64_t>(pr.engine.prompt.size());
@@ -83,7 +84,7 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, A
   meta.created = static_cast<int64_t>(std::time(nullptr));
   meta.model = pr.model;
   meta.warnings = pr.grammar.warnings;
-  ConnectionWatch watch = ConnectionWatch::find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+  ConnectionWatch watch = ConnectionWatch::current();
 
   if (!pr.stream) {
     while (!gen->wait_done(kPoll))

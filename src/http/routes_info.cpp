@@ -2,8 +2,12 @@
 // switch the serving policy at run time), /v1/models, /tokenize, /detokenize.
 #include <httplib.h>
 
+#include <cmath>
+#include <cstdio>
+
 #include "http/api_error.h"
 #include "http/json_fields.h"
+#include "http/memory_policy.h"
 #include "http/metrics_text.h"
 #include "http/request_parse.h"
 #include "http/server.h"
@@ -13,6 +17,7 @@
 #include "serve/policy_factory.h"
 #include "serve/serving_settings.h"
 #include "text/chat_template.h"
+#include "text/scratch.h"
 
 namespace tandem::http {
 
@@ -64,6 +69,27 @@ Json settings_json(const serve::EngineSnapshot& s, const serve::EngineConfig& c)
                       {"changes_counts", r.changes_counts},
                       {"ablation", r.ablation}};
   return j;
+}
+
+// ids[begin, end) as JSON array elements (a comma before each but the first of the whole list):
+// ids, or {"id", "piece"} objects.
+void append_token_list(std::string& out, const text::Tokenizer& tok, const std::vector<int32_t>& ids, size_t begin,
+                       size_t end, bool with_pieces) {
+  std::string piece;
+  for (size_t i = begin; i < end; ++i) {
+    if (i > 0) out += ',';
+    if (!with_pieces) {
+      out += std::to_string(ids[i]);
+      continue;
+    }
+    piece.clear();
+    tok.append_token(piece, ids[i]);
+    out += "{\"id\":";
+    out += std::to_string(ids[i]);
+    out += ",\"piece\":";
+    out += to_text(Json(piece));
+    out += '}';
+  }
 }
 
 }  // namespace
@@ -139,7 +165,9 @@ void HttpServer::slots(const httplib::Request&, httplib::Response& res) {
 
 void HttpServer::metrics(const httplib::Request&, httplib::Response& res) {
   res.status = 200;
-  res.set_content(prometheus_text(engine_.snapshot()), "text/plain; version=0.0.4; charset=utf-8");
+  res.set_content(prometheus_text(engine_.snapshot()) +
+                      process_metrics_text(transport_stats(), process_rss_bytes(), text::scratch_bytes()),
+                  "text/plain; version=0.0.4; charset=utf-8");
 }
 
 void HttpServer::props_get(const httplib::Request&, httplib::Response& res) {
@@ -179,35 +207,62 @@ void HttpServer::props_get(const httplib::Request&, httplib::Response& res) {
                       {"settings", settings_json(s, c)}});
 }
 
+// The run-time switches, each set through its command-line row (serve/serving_settings.h): the
+// same parser, range and message as the flag, so that a value the command line refuses (a
+// deadline that cannot be represented, an integer past 2^63) is refused here too.
 void HttpServer::props_post(const httplib::Request& req, httplib::Response& res) {
   const Json body = parse_json_object(req.body);
-  static const char* kKeys[] = {"checkpoint_policy", "min_gap", "consolidate_batches", "ctx_checkpoints", "timeout_ms"};
+  static const std::pair<const char*, const char*> kKeys[] = {{"checkpoint_policy", "--checkpoint-policy"},
+                                                              {"min_gap", "--min-gap"},
+                                                              {"consolidate_batches", "--consolidate-batches"},
+                                                              {"ctx_checkpoints", "--ctx-checkpoints"},
+                                                              {"timeout_ms", "--timeout-ms"}};
+  const serve::EngineSnapshot snap = engine_.snapshot();
+  serve::EngineConfig now = engine_.config();
+  now.policy.kind = snap.policy;
+  now.policy.divergence.min_gap = snap.min_gap;
+  now.slot.batch.consolidate = snap.consolidate;
+  now.slot.ctx_checkpoints = snap.ctx_checkpoints;
+  now.timeout_ms = snap.timeout_ms;
+  std::vector<std::string> given;
   for (const auto& [k, v] : body.items()) {
-    bool known = false;
-    for (const char* key : kKeys) known = known || k == key;
-    if (!known)
+    const char* flag = nullptr;
+    for (const auto& [key, f] : kKeys)
+      if (k == key) flag = f;
+    if (!flag)
       throw bad_request("unknown setting '" + k +
                             "' (settable at run time: checkpoint_policy, min_gap, consolidate_batches, ctx_checkpoints, timeout_ms)",
                         k);
+    if (v.is_null()) continue;
+    std::string text;
+    if (v.is_string()) text = v.get<std::string>();
+    else if (v.is_boolean()) text = v.get<bool>() ? "on" : "off";
+    else if (v.is_number_float() && std::isfinite(v.get<double>()) && std::floor(v.get<double>()) == v.get<double>() &&
+             std::fabs(v.get<double>()) >= 9e15) {
+      // An integer literal past 2^64 arrives as a double: its digits, so that the row names its range.
+      char buf[400];
+      std::snprintf(buf, sizeof buf, "%.0f", v.get<double>());
+      text = buf;
+    } else if (v.is_number()) {
+      text = to_text(v);  // 1.5 reaches the row as the flag would see it
+    }
+    else throw bad_request("'" + k + "' must be a number, a string or a boolean, got " + v.type_name(), k);
+    const serve::ServingSetting* row = serve::find_setting<serve::EngineConfig>(serve::serving_settings(), flag);
+    try {
+      row->set(now, "'" + k + "' (" + flag + ")", text);
+    } catch (const std::invalid_argument& e) {
+      throw bad_request(e.what(), k);
+    }
+    given.push_back(k);
   }
   serve::ServingChange c;
-  if (auto p = opt_string(body, "checkpoint_policy")) {
-    try {
-      c.policy = serve::parse_policy_kind(*p);
-    } catch (const std::invalid_argument& e) {
-      throw bad_request(std::string("'checkpoint_policy': ") + e.what(), "checkpoint_policy");
-    }
+  for (const std::string& k : given) {
+    if (k == "checkpoint_policy") c.policy = now.policy.kind;
+    if (k == "min_gap") c.min_gap = now.policy.divergence.min_gap;
+    if (k == "consolidate_batches") c.consolidate = now.slot.batch.consolidate;
+    if (k == "ctx_checkpoints") c.ctx_checkpoints = now.slot.ctx_checkpoints;
+    if (k == "timeout_ms") c.timeout_ms = now.timeout_ms;
   }
-  c.min_gap = opt_int(body, "min_gap", 0, INT64_MAX);
-  if (auto it = body.find("consolidate_batches"); it != body.end() && it->is_string()) {
-    const std::string v = it->get<std::string>();
-    if (v != "on" && v != "off") throw bad_request("'consolidate_batches' must be true/false or \"on\"/\"off\"", "consolidate_batches");
-    c.consolidate = v == "on";
-  } else {
-    c.consolidate = opt_bool(body, "consolidate_batches");
-  }
-  if (auto v = opt_int(body, "ctx_checkpoints", 0, 1 << 20)) c.ctx_checkpoints = static_cast<int>(*v);
-  c.timeout_ms = opt_int(body, "timeout_ms", 0, INT64_MAX);
   engine_.reconfigure(c);
   props_get(req, res);
 }
@@ -221,26 +276,41 @@ void HttpServer::models(const httplib::Request&, httplib::Response& res) {
   send_json(res, Json{{"object", "list"}, {"data", data}});
 }
 
+// The answer is written as it is produced (chunked), never built as a JSON tree: a 10 MB text is
+// millions of tokens, and a tree of them (an object per token with pieces) took ~200 MiB per call
+// (issue 51). What stays is the ids (4 bytes a token) and one chunk of text.
 void HttpServer::tokenize(const httplib::Request& req, httplib::Response& res) {
   const Json body = parse_json_object(req.body);
-  const auto content = opt_string(body, "content");
-  if (!content) throw bad_request("missing 'content' (the text to tokenize)", "content");
+  const auto it = body.find("content");
+  if (it == body.end() || it->is_null()) throw bad_request("missing 'content' (the text to tokenize)", "content");
+  if (!it->is_string()) throw bad_request(std::string("'content' must be a string, got ") + it->type_name(), "content");
   opt_bool(body, "add_special");  // Qwen vocabularies add no BOS: nothing to add
   const bool parse_special = opt_bool(body, "parse_special").value_or(true);
   const bool with_pieces = opt_bool(body, "with_pieces").value_or(false);
   const text::Tokenizer& tok = engine_.tokenizer();
-  const std::vector<int32_t> ids = tok.encode(*content, text::EncodeOptions{parse_special});
-  Json tokens = Json::array();
-  for (int32_t id : ids) {
-    if (with_pieces) {
-      std::string piece;
-      tok.append_token(piece, id);
-      tokens.push_back(Json{{"id", id}, {"piece", piece}});
-    } else {
-      tokens.push_back(id);
-    }
+  auto ids = std::make_shared<std::vector<int32_t>>(tok.encode(it->get_ref<const std::string&>(), text::EncodeOptions{parse_special}));
+  res.status = 200;
+  if (ids->size() < 4096) {  // small answers whole, with a Content-Length
+    std::string out = "{\"tokens\":[";
+    append_token_list(out, tok, *ids, 0, ids->size(), with_pieces);
+    out += "]}";
+    res.set_content(out, "application/json; charset=utf-8");
+    return;
   }
-  send_json(res, Json{{"tokens", tokens}});
+  auto next = std::make_shared<size_t>(0);
+  res.set_chunked_content_provider(
+      "application/json; charset=utf-8", [&tok, ids, next, with_pieces](size_t, httplib::DataSink& sink) {
+        constexpr size_t kPerChunk = 8192;
+        std::string out;
+        if (*next == 0) out = "{\"tokens\":[";
+        const size_t end = std::min(ids->size(), *next + kPerChunk);
+        append_token_list(out, tok, *ids, *next, end, with_pieces);
+        *next = end;
+        if (end == ids->size()) out += "]}";
+        if (!sink.write(out.data(), out.size())) return false;
+        if (end == ids->size()) sink.done();
+        return true;
+      });
 }
 
 void HttpServer::detokenize(const httplib::Request& req, httplib::Response& res) {

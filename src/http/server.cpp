@@ -4,20 +4,41 @@
 #include <random>
 
 #include <httplib.h>
-#include <sys/socket.h>
 
-#include <chrono>
 #include <stdexcept>
 
 #include "http/api_error.h"
 #include "http/auth.h"
 #include "http/error_map.h"
+#include "http/memory_policy.h"
+#include "http/request_framing.h"
+#include "http/router.h"
+#include "http/transport.h"
 #include "serve/engine.h"
 
 namespace tandem::http {
 
+namespace {
+
+// An answer kept in memory (serve_bytes).
+class StringSink final : public ResponseSink {
+ public:
+  bool write(const char* data, size_t n) override {
+    out.append(data, n);
+    return true;
+  }
+  bool writable() const override { return true; }
+  std::string out;
+};
+
+// A request whose body was at least this large is followed by giving freed memory back to the
+// system (http/memory_policy.h): its parse trees and copies were freed in the worker's malloc arena.
+constexpr size_t kTrimAfterBodyBytes = size_t(1) << 20;
+
+}  // namespace
+
 HttpServer::HttpServer(serve::Engine& engine, const text::ChatTemplate& tmpl, HttpServerConfig cfg)
-    : engine_(engine), tmpl_(tmpl), cfg_(std::move(cfg)), svr_(std::make_unique<httplib::Server>()) {
+    : engine_(engine), tmpl_(tmpl), cfg_(std::move(cfg)), router_(std::make_unique<Router>()) {
   if (cfg_.model_names.empty()) cfg_.model_names.push_back("tandem");
   if (cfg_.media_marker.empty()) {
     // As llama.cpp's server: $LLAMA_MEDIA_MARKER, else a random marker per process, so that text a
@@ -32,24 +53,14 @@ HttpServer::HttpServer(serve::Engine& engine, const text::ChatTemplate& tmpl, Ht
       cfg_.media_marker = "<__media_" + r + "__>";
     }
   }
-  const auto& ec = engine_.config();
-  const size_t threads = cfg_.http_threads > 0 ? static_cast<size_t>(cfg_.http_threads)
-                                               : static_cast<size_t>(ec.n_parallel + ec.queue_max + 8);
-  svr_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  svr_->set_payload_max_length(cfg_.max_body_bytes);
-  svr_->set_keep_alive_timeout(5);
-  svr_->set_read_timeout(30);
-  svr_->set_write_timeout(30);
-  svr_->set_tcp_nodelay(true);
-  // The library listens with a backlog of 5: a burst of clients overflows the accept queue and
-  // some of them see their connection dropped. Keep the listening socket to raise it after bind.
-  svr_->set_socket_options([this](socket_t sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    if (listen_fd_ < 0) listen_fd_ = static_cast<int>(sock);
-  });
+  guard_.bound_host = cfg_.host;
+  guard_.allowed_hosts = cfg_.allowed_hosts;
+  // The longest text a token stands for: a prompt of B bytes is at least B / this many tokens,
+  // which refuses a prompt far too long for the context before it is tokenized.
+  const text::Vocabulary& vocab = engine_.tokenizer().vocab();
+  for (int32_t id = 0; id < vocab.size(); ++id) max_token_bytes_ = std::max(max_token_bytes_, vocab.token_bytes(id).size());
 
-  svr_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+  router_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (is_public_path(req.path) ||
         authorized(cfg_.api_key, req.get_header_value("Authorization"), req.get_header_value("X-Api-Key")))
       return httplib::Server::HandlerResponse::Unhandled;
@@ -58,8 +69,8 @@ HttpServer::HttpServer(serve::Engine& engine, const text::ChatTemplate& tmpl, Ht
                                      : "missing API key: send \"Authorization: Bearer <key>\""));
     return httplib::Server::HandlerResponse::Handled;
   });
-  // Unknown routes, bodies over the limit, and httplib's own errors get a JSON body too.
-  svr_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+  // Unknown routes and the router's own errors get a JSON body too.
+  router_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     const int st = res.status;
     std::string msg = st == 404   ? "unknown endpoint " + req.method + " " + req.path
@@ -69,9 +80,14 @@ HttpServer::HttpServer(serve::Engine& engine, const text::ChatTemplate& tmpl, Ht
     const char* type = st == 404 ? "not_found_error" : st >= 500 ? "server_error" : "invalid_request_error";
     res.set_content(to_text(error_body(st, type, msg)), "application/json; charset=utf-8");
   });
-  svr_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+  router_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
     send_error(res, map_exception(ep));
   });
+  router_->set_keep_alive_timeout(std::max(1, cfg_.keep_alive_ms / 1000));  // the Keep-Alive header's figure
+  router_->set_keep_alive_max_count(1000);
+  // The framer enforces the body limit for every transfer encoding; the router's own check (a
+  // Content-Length header, which the canonical request always has) says the same.
+  router_->set_payload_max_length(cfg_.max_body_bytes);
   add_routes();
 }
 
@@ -97,44 +113,96 @@ void HttpServer::add_routes() {
       }
     };
   };
-  svr_->Post("/v1/chat/completions", gen(Api::OpenAiChat));
-  svr_->Post("/chat/completions", gen(Api::OpenAiChat));
-  svr_->Post("/completion", gen(Api::LlamaCompletion));
-  svr_->Post("/completions", gen(Api::LlamaCompletion));
-  svr_->Get("/health", wrap(&HttpServer::health));
-  svr_->Get("/v1/health", wrap(&HttpServer::health));
-  svr_->Get("/slots", wrap(&HttpServer::slots));
-  svr_->Post(R"(/slots/([^/]+))", wrap(&HttpServer::slot_action));
-  svr_->Get("/metrics", wrap(&HttpServer::metrics));
-  svr_->Get("/props", wrap(&HttpServer::props_get));
-  svr_->Post("/props", wrap(&HttpServer::props_post));
-  svr_->Get("/v1/models", wrap(&HttpServer::models));
-  svr_->Get("/models", wrap(&HttpServer::models));
-  svr_->Post("/tokenize", wrap(&HttpServer::tokenize));
-  svr_->Post("/detokenize", wrap(&HttpServer::detokenize));
+  router_->Post("/v1/chat/completions", gen(Api::OpenAiChat));
+  router_->Post("/chat/completions", gen(Api::OpenAiChat));
+  router_->Post("/completion", gen(Api::LlamaCompletion));
+  router_->Post("/completions", gen(Api::LlamaCompletion));
+  router_->Get("/health", wrap(&HttpServer::health));
+  router_->Get("/v1/health", wrap(&HttpServer::health));
+  router_->Get("/slots", wrap(&HttpServer::slots));
+  router_->Post(R"(/slots/([^/]+))", wrap(&HttpServer::slot_action));
+  router_->Get("/metrics", wrap(&HttpServer::metrics));
+  router_->Get("/props", wrap(&HttpServer::props_get));
+  router_->Post("/props", wrap(&HttpServer::props_post));
+  router_->Get("/v1/models", wrap(&HttpServer::models));
+  router_->Get("/models", wrap(&HttpServer::models));
+  router_->Post("/tokenize", wrap(&HttpServer::tokenize));
+  router_->Post("/detokenize", wrap(&HttpServer::detokenize));
 }
+
+bool HttpServer::handle(FramedRequest& req, ResponseSink& sink, const Peer& peer) {
+  const bool close_after = !req.keep_alive || stopping();
+  if (auto refusal = check_request(req, guard_, peer.remote_addr == "unix")) {
+    const std::string r = simple_response(refusal->status(), to_text(error_body(*refusal)), close_after);
+    return sink.write(r.data(), r.size()) && !close_after;
+  }
+  const std::string head = req.canonical_head();
+  const bool keep = router_->serve(head, req.body, sink, peer, close_after);
+  if (req.body.size() >= kTrimAfterBodyBytes) {
+    std::string().swap(req.body);
+    release_free_memory();
+  }
+  return keep;
+}
+
+std::string HttpServer::serve_bytes(std::string_view raw, std::vector<int>* statuses) {
+  FramingLimits limits;
+  limits.max_body_bytes = cfg_.max_body_bytes;
+  FramedAll all = frame_all(raw, limits);
+  StringSink sink;
+  Peer peer{"127.0.0.1", 40000, "127.0.0.1", port_};
+  const auto note = [&](size_t at) {  // "HTTP/1.1 NNN" where the answer began; 0: no answer
+    if (!statuses) return;
+    const bool line = sink.out.size() >= at + 12 && sink.out.compare(at, 9, "HTTP/1.1 ") == 0;
+    statuses->push_back(line ? std::atoi(sink.out.c_str() + at + 9) : 0);
+  };
+  for (FramedRequest& r : all.requests) {
+    const size_t at = sink.out.size();
+    const bool keep = handle(r, sink, peer);
+    note(at);
+    if (!keep) return sink.out;
+  }
+  if (all.refused) {
+    if (statuses) statuses->push_back(all.error.status);
+    const ApiError e(all.error.status, all.error.status >= 500 ? "server_error" : "invalid_request_error",
+                     all.error.message);
+    sink.out += simple_response(e.status(), to_text(error_body(e)), true);
+  }
+  return sink.out;
+}
+
+const TransportStats* HttpServer::transport_stats() const { return transport_ ? &transport_->stats() : nullptr; }
 
 int HttpServer::start() {
   if (started_.exchange(true)) return port_;
-  if (cfg_.port == 0) {
-    port_ = svr_->bind_to_any_port(cfg_.host);
-    if (port_ <= 0) throw std::runtime_error("cannot bind to " + cfg_.host + " (any port)");
+  const auto& ec = engine_.config();
+  TransportConfig tc;
+  tc.workers = cfg_.http_threads > 0 ? cfg_.http_threads : ec.n_parallel + ec.queue_max + 8;
+  tc.max_connections = cfg_.max_connections;
+  tc.request_timeout_ms = cfg_.request_timeout_ms;
+  tc.idle_timeout_ms = cfg_.keep_alive_ms;
+  tc.write_timeout_ms = cfg_.write_timeout_ms;
+  tc.max_buffered_bytes = cfg_.max_buffered_bytes;
+  tc.limits.max_body_bytes = cfg_.max_body_bytes;
+  tc.error_body = [](int status, const std::string& message) {
+    return to_text(error_body(status, status >= 500 ? "unavailable_error" : "invalid_request_error", message));
+  };
+  transport_ = std::make_unique<Transport>(
+      tc, [this](FramedRequest& req, ResponseSink& sink, const Peer& peer) { return handle(req, sink, peer); });
+  if (!cfg_.unix_socket.empty()) {
+    transport_->listen_unix(cfg_.unix_socket);
+    port_ = 0;
   } else {
-    if (!svr_->bind_to_port(cfg_.host, cfg_.port))
-      throw std::runtime_error("cannot bind to " + cfg_.host + ":" + std::to_string(cfg_.port));
-    port_ = cfg_.port;
+    port_ = transport_->listen_tcp(cfg_.host, cfg_.port);
   }
-  if (listen_fd_ >= 0) ::listen(listen_fd_, 1024);  // Linux: a second listen() sets the backlog
-  thread_ = std::thread([this] { svr_->listen_after_bind(); });
-  // stop() only reaches a server whose accept loop runs: wait for it (briefly).
-  for (int i = 0; i < 5000 && !svr_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  transport_->start();
   return port_;
 }
 
 void HttpServer::stop() {
   stopping_ = true;  // handlers cancel their generations and return
-  if (svr_) svr_->stop();
-  if (thread_.joinable()) thread_.join();
+  router_->set_shutting_down();
+  if (transport_) transport_->stop();
 }
 
 }  // namespace tandem::http

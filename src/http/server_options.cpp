@@ -44,7 +44,7 @@ std::vector<FrontEndSetting> make_table() {
   t.push_back(row({"-t", "--threads"}, {}, "N", "compute threads (default: one per physical core)",
                   [](O& o, S f, S v) { o.threads = static_cast<int>(setting_int(f, v, 0, 4096)); },
                   [](const O& o) { return std::to_string(o.threads); }));
-  t.push_back(row({"--http-threads"}, {}, "N", "HTTP worker threads (default: parallel + queue + 8)",
+  t.push_back(row({"--http-threads"}, {}, "N", "threads that run complete requests (default: parallel + queue + 8)",
                   [](O& o, S f, S v) { o.http_threads = static_cast<int>(setting_int(f, v, 0, 4096)); },
                   [](const O& o) { return std::to_string(o.http_threads); }));
   t.push_back(row({"--idle-release-ms"}, {}, "N", "release compute resources after N ms idle, 0 = never (default {})",
@@ -68,6 +68,39 @@ std::vector<FrontEndSetting> make_table() {
                     else throw std::invalid_argument(f + ": expected flexible or compact, got '" + v + "'");
                   },
                   [](const O& o) { return std::string(o.json_compact ? "compact" : "flexible"); }));
+  // Clients (docs/http.md "Hostile clients").
+  t.push_back(row({"--socket"}, {}, "PATH",
+                  "listen on a Unix socket at PATH (mode 0660) instead of --host/--port;\n"
+                  "requests over it skip the Host and Origin checks",
+                  [](O& o, S, S v) { o.unix_socket = v; }));
+  t.push_back(row({"--allow-host"}, {}, "NAME",
+                  "also answer requests whose Host is NAME (repeatable); localhost, IP\n"
+                  "addresses and --host always are; '*' accepts any Host and Origin",
+                  [](O& o, S, S v) { o.allow_hosts.push_back(v); }));
+  t.push_back(row({"--max-connections"}, {}, "N",
+                  "open connections; at the cap the idle or slowest one makes room,\n"
+                  "503 when all run requests (default {})",
+                  [](O& o, S f, S v) { o.max_connections = static_cast<int>(setting_int(f, v, 1, 1 << 20)); },
+                  [](const O& o) { return std::to_string(o.max_connections); }));
+  t.push_back(row({"--request-timeout-s"}, {}, "S",
+                  "a request's head and body must arrive within S s of its first byte;\n"
+                  "slower clients get 408 and are dropped (default {})",
+                  [](O& o, S f, S v) { o.request_timeout_s = static_cast<int>(setting_int(f, v, 1, 3600)); },
+                  [](const O& o) { return std::to_string(o.request_timeout_s); }));
+  t.push_back(row({"--keep-alive-s"}, {}, "S", "close a connection idle between requests after S s (default {})",
+                  [](O& o, S f, S v) { o.keep_alive_s = static_cast<int>(setting_int(f, v, 1, 3600)); },
+                  [](const O& o) { return std::to_string(o.keep_alive_s); }));
+  t.push_back(row({"--write-timeout-s"}, {}, "S", "drop a client that accepts no answer bytes for S s (default {})",
+                  [](O& o, S f, S v) { o.write_timeout_s = static_cast<int>(setting_int(f, v, 1, 3600)); },
+                  [](const O& o) { return std::to_string(o.write_timeout_s); }));
+  t.push_back(row({"--max-body-mib"}, {}, "MIB", "largest request body, any transfer encoding; beyond: 413 (default {})",
+                  [](O& o, S f, S v) { o.max_body_mib = setting_int(f, v, 1, 4096); },
+                  [](const O& o) { return std::to_string(o.max_body_mib); }));
+  t.push_back(row({"--max-buffered-mib"}, {}, "MIB",
+                  "request bytes held across all connections until answered; a request\n"
+                  "that would pass it gets 503 before its body is read (default {})",
+                  [](O& o, S f, S v) { o.max_buffered_mib = setting_int(f, v, 1, 1 << 20); },
+                  [](const O& o) { return std::to_string(o.max_buffered_mib); }));
   t.push_back(row({"-h", "--help"}, {}, "", "this text", [](O& o, S, S) { o.help = true; }));
   return t;
 }
@@ -94,6 +127,9 @@ ServerOptions parse_server_args(const std::vector<std::string>& args) {
   if (o.help) return o;
   if (o.model_path.empty()) throw std::invalid_argument("-m MODEL.gguf is required");
   serve::validate_serving(o.engine);
+  if (o.max_buffered_mib < o.max_body_mib)
+    throw std::invalid_argument("--max-buffered-mib " + std::to_string(o.max_buffered_mib) + " is below --max-body-mib " +
+                                std::to_string(o.max_body_mib) + ": a request of the largest size could never be read");
   return o;
 }
 

@@ -28,6 +28,15 @@ struct ServerOptions {
   std::string cpu_path;               // --cpu-path scalar|avx2|avx512|amx
   bool json_compact = false;          // --json-whitespace compact (JSON Schema grammars allow no whitespace)
   std::vector<std::string> aliases;   // --alias NAME (accepted "model" values besides the file name)
+  // Clients (issue 51; http/transport.h, http/request_guard.h).
+  std::string unix_socket;            // --socket PATH (instead of --host/--port)
+  std::vector<std::string> allow_hosts;  // --allow-host NAME (repeatable; "*": any Host and Origin)
+  int max_connections = 512;          // --max-connections
+  int request_timeout_s = 10;         // --request-timeout-s (head + body from the first byte)
+  int keep_alive_s = 5;               // --keep-alive-s
+  int write_timeout_s = 30;           // --write-timeout-s
+  int64_t max_body_mib = 32;          // --max-body-mib (every transfer encoding)
+  int64_t max_buffered_mib = 256;     // --max-buffered-mib (request bytes held across connections)
   serve::EngineConfig engine;         // the serving settings (serve::serving_settings(): --ctx-size, --parallel, ...)
   bool help = false;                  // --help
 };

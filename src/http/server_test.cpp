@@ -246,7 +246,7 @@ TEST(HttpServer, BadInputIs400AndTheServerKeepsServing) {
       {"/detokenize", "{\"tokens\": [1, 1000000]}", "outside the vocabulary"},
       {"/detokenize", "{\"tokens\": \"abc\"}", "'tokens' must be an array"},
       {"/props", "{\"checkpoint_policy\": \"lru\"}", "stock"},
-      {"/props", "{\"min_gap\": -1}", "'min_gap' must be in"},
+      {"/props", "{\"min_gap\": -1}", "'min_gap' (--min-gap): expected a value in [0, "},
       {"/props", "{\"speed\": 11}", "unknown setting 'speed'"},
       {"/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"tools\": " +
                                    std::string(100000, '[') + std::string(100000, ']') + "}",

@@ -63,7 +63,9 @@ Engine::Engine(HybridModel& model, const text::Tokenizer& tok, EngineConfig cfg,
   if (cfg_.n_parallel < 1) throw std::invalid_argument("parallel: expected >= 1 slot, got " + std::to_string(cfg_.n_parallel));
   if (cfg_.n_ctx < 2) throw std::invalid_argument("ctx-size: expected >= 2 tokens per slot, got " + std::to_string(cfg_.n_ctx));
   if (cfg_.queue_max < 0) throw std::invalid_argument("queue: expected >= 0, got " + std::to_string(cfg_.queue_max));
-  if (cfg_.timeout_ms < 0) throw std::invalid_argument("timeout-ms: expected >= 0, got " + std::to_string(cfg_.timeout_ms));
+  if (cfg_.timeout_ms < 0 || cfg_.timeout_ms > kMaxTimeoutMs)
+    throw std::invalid_argument("timeout-ms: expected a value in [0, " + std::to_string(kMaxTimeoutMs) + "], got " +
+                                std::to_string(cfg_.timeout_ms));
   if (cfg_.images.max_per_request < 0)
     throw std::invalid_argument("max-images: expected >= 0, got " + std::to_string(cfg_.images.max_per_request));
   if (vision_) {
@@ -178,7 +180,9 @@ std::shared_ptr<Generation> Engine::submit(EngineRequest req) {
   if (gp.top_logprobs < 0 || gp.top_logprobs > kMaxTopLogprobs)
     throw std::invalid_argument("top_logprobs must be in [0, " + std::to_string(kMaxTopLogprobs) + "], got " +
                                 std::to_string(gp.top_logprobs));
-  if (gp.timeout_ms < -1) throw std::invalid_argument("timeout_ms must be >= 0, got " + std::to_string(gp.timeout_ms));
+  if (gp.timeout_ms < -1 || gp.timeout_ms > kMaxTimeoutMs)
+    throw std::invalid_argument("timeout_ms must be in [0, " + std::to_string(kMaxTimeoutMs) + "], got " +
+                                std::to_string(gp.timeout_ms));
 
   if (auto why = watchdog_.refusal()) throw EngineBusy(*why);
   auto p = std::make_unique<Pending>();
@@ -210,8 +214,9 @@ void Engine::reconfigure(const ServingChange& c) {
   if (c.min_gap && *c.min_gap < 0) throw std::invalid_argument("min_gap must be >= 0, got " + std::to_string(*c.min_gap));
   if (c.ctx_checkpoints && *c.ctx_checkpoints < 0)
     throw std::invalid_argument("ctx_checkpoints must be >= 0, got " + std::to_string(*c.ctx_checkpoints));
-  if (c.timeout_ms && *c.timeout_ms < 0)
-    throw std::invalid_argument("timeout_ms must be >= 0, got " + std::to_string(*c.timeout_ms));
+  if (c.timeout_ms && (*c.timeout_ms < 0 || *c.timeout_ms > kMaxTimeoutMs))
+    throw std::invalid_argument("timeout_ms must be in [0, " + std::to_string(kMaxTimeoutMs) + "], got " +
+                                std::to_string(*c.timeout_ms));
   {
     std::lock_guard lk(mu_);
     if (c.policy) live_.policy.kind = *c.policy;

@@ -55,6 +55,11 @@ class VisionModel;  // vision/vision_model.h: the encoder of the images requests
 
 namespace tandem::serve {
 
+// The longest request deadline (--timeout-ms, a request's "timeout_ms", POST /props): about 24.8
+// days. Arrival + deadline must fit the steady clock's nanoseconds (int64: 292 years from its
+// epoch); a larger value wrapped round and every request failed at once (issue 51).
+inline constexpr int64_t kMaxTimeoutMs = 2147483647;
+
 struct EngineConfig {
   int n_parallel = 1;        // slots
   int64_t n_ctx = 4096;      // context (KV rows) of each slot

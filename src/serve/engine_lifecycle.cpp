@@ -71,7 +71,7 @@ bool Engine::run_slot_tasks() {
         case SlotAction::Restore: {
           const auto path = store_->client_file(t->filename);
           std::error_code ec;
-          if (!std::filesystem::exists(path, ec))
+          if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec)))  // a link is read_state_file's to refuse
             throw std::invalid_argument("filename: no state file '" + t->filename + "' in the state directory");
           PromptCacheEntry e = read_state_file(path, store_->identity(), s.slot->backend());
           r.n_tokens = static_cast<int64_t>(e.tokens.size());

@@ -10,15 +10,19 @@ namespace tandem::serve {
 int64_t setting_int(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
   size_t used = 0;
   int64_t x = 0;
+  bool too_large = false;
   try {
     x = std::stoll(v, &used);
+  } catch (const std::out_of_range&) {
+    too_large = true;  // digits past int64: out of every range, said as such below
   } catch (const std::exception&) {
     used = 0;
   }
+  const auto range = [&] { return "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]"; };
+  if (too_large) throw std::invalid_argument(flag + ": expected a value in " + range() + ", got " + v);
   if (used != v.size() || v.empty()) throw std::invalid_argument(flag + ": expected an integer, got '" + v + "'");
   if (x < lo || x > hi)
-    throw std::invalid_argument(flag + ": expected a value in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                                "], got " + v);
+    throw std::invalid_argument(flag + ": expected a value in " + range() + ", got " + v);
   return x;
 }
 
@@ -112,7 +116,7 @@ std::vector<ServingSetting> make_table() {
   t.push_back(int_row({"--timeout-ms"}, {}, "N",
                       "per-request deadline from arrival, 0 = none (default {});\n"
                       "a request's \"timeout_ms\" overrides it",
-                      false, 0, kBig, [](auto& c) -> auto& { return c.timeout_ms; }));
+                      false, 0, kMaxTimeoutMs, [](auto& c) -> auto& { return c.timeout_ms; }));
   // The watchdog (serve/watchdog.h; docs/http.md "Watchdog"). None changes a count.
   {
     ServingSetting r;

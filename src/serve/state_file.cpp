@@ -1,6 +1,7 @@
 #include "serve/state_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -75,11 +76,25 @@ void write_payload(BinaryWriter& w, const PromptCacheEntry& e) {
 uint64_t write_state_file(const std::filesystem::path& path, const PromptCacheEntry& e, const StateFileIdentity& id) {
   if (!e.state) throw StateFileError(path.string() + ": nothing to write (the entry has no sequence)");
   const std::string name = path.string();
-  std::filesystem::path tmp = path;
-  tmp += ".tmp-" + std::to_string(::getpid());
+  // A name that is taken by anything but a regular file (a symbolic link planted in the directory,
+  // a folder, a FIFO) is refused: the rename below would replace a link rather than write through
+  // it, but a link there is somebody's doing and the operator should hear of it.
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw StateFileError(name + ": refused: " + (S_ISLNK(st.st_mode) ? "it is a symbolic link" : "it is not a regular file") +
+                         "; nothing was written");
+  // The temporary file: an unpredictable name created with O_EXCL (mkostemp, mode 0600), so that
+  // no link or file prepared in advance under its name is opened or written through.
+  std::string tmp_name = name + ".tmp-XXXXXX";
+  const int tmp_fd = ::mkostemp(tmp_name.data(), O_CLOEXEC);
+  if (tmp_fd < 0) throw StateFileError(name + ": cannot create a temporary file beside it: " + std::strerror(errno));
+  const std::filesystem::path tmp = tmp_name;
   try {
-    File f(std::fopen(tmp.c_str(), "wb"));
-    if (!f) throw StateFileError(name + ": cannot create " + tmp.string() + ": " + std::strerror(errno));
+    File f(::fdopen(tmp_fd, "wb"));
+    if (!f) {
+      ::close(tmp_fd);
+      throw StateFileError(name + ": cannot open " + tmp.string() + ": " + std::strerror(errno));
+    }
     Header h{id.model_fingerprint, id.layout, 0, 0};
     write_header(f.get(), name, h);  // placeholder: the payload's size and checksum follow it
     BinaryWriter w(f.get(), name);
@@ -114,11 +129,25 @@ uint64_t write_state_file(const std::filesystem::path& path, const PromptCacheEn
 PromptCacheEntry read_state_file(const std::filesystem::path& path, const StateFileIdentity& id,
                                  const StateBackend& backend) {
   const std::string name = path.string();
-  File f(std::fopen(path.c_str(), "rb"));
-  if (!f) throw StateFileError(name + ": cannot open: " + std::strerror(errno));
-  std::error_code ec;
-  const uint64_t size = std::filesystem::file_size(path, ec);
-  if (ec) throw StateFileError(name + ": cannot read its size: " + ec.message());
+  // No symbolic link is followed (O_NOFOLLOW: a link planted in the state directory could point at
+  // any file the server may read), no FIFO waited on (O_NONBLOCK), and what was opened must be a
+  // regular file (checked on the descriptor, so nothing can be swapped in between).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ELOOP) throw StateFileError(name + ": refused: it is a symbolic link");
+    throw StateFileError(name + ": cannot open: " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw StateFileError(name + ": refused: not a regular file");
+  }
+  File f(::fdopen(fd, "rb"));
+  if (!f) {
+    ::close(fd);
+    throw StateFileError(name + ": cannot open: " + std::strerror(errno));
+  }
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
   try {
     BinaryReader hr(f.get(), size, name);
     char magic[8];

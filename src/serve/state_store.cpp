@@ -49,12 +49,28 @@ StateStore::StateStore(fs::path dir, StateFileIdentity id) : dir_(std::move(dir)
 }
 
 fs::path StateStore::client_file(std::string_view filename) const {
-  const bool bad = filename.empty() || filename.size() > 200 || filename.front() == '.' ||
-                   filename.find('/') != std::string_view::npos || filename.find('\\') != std::string_view::npos ||
-                   filename.find('\0') != std::string_view::npos || is_cache_file(filename);
-  if (bad)
-    throw std::invalid_argument("filename: expected a plain file name inside the state directory (no '/', not starting "
-                                "with '.', at most 200 bytes, not cache-*.tstate), got '" + std::string(filename) + "'");
+  // A plain character set: letters, digits, '.', '_' and '-' (no separators, no control or
+  // direction characters such as a newline or U+202E, which would disguise a name in a listing).
+  const bool plain = std::all_of(filename.begin(), filename.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+  });
+  const bool bad = filename.empty() || filename.size() > 200 || filename.front() == '.' || !plain || is_cache_file(filename) ||
+                   filename.find(".tmp-") != std::string_view::npos;
+  if (bad) {
+    std::string shown;
+    for (const char c : filename.substr(0, 60)) {
+      const auto u = static_cast<unsigned char>(c);
+      if (u >= 0x20 && u < 0x7f) {
+        shown += c;
+      } else {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\x%02x", u);
+        shown += buf;
+      }
+    }
+    throw std::invalid_argument("filename: expected a plain file name inside the state directory (1 to 200 of "
+                                "A-Z a-z 0-9 . _ -, not starting with '.', not cache-*.tstate), got '" + shown + "'");
+  }
   return dir_ / std::string(filename);
 }
 
@@ -101,7 +117,14 @@ StateDirReport StateStore::load_cache(PromptCache& cache, const StateBackend& ba
   std::error_code ec;
   for (const fs::directory_entry& d : fs::directory_iterator(dir_, ec)) {
     const std::string name = d.path().filename().string();
-    if (!is_cache_file(name) || !d.is_regular_file(ec)) continue;
+    if (!is_cache_file(name)) continue;
+    // A link is never followed (read_state_file would refuse it too): say so, and leave it there.
+    const fs::file_status st = d.symlink_status(ec);
+    if (fs::is_symlink(st)) {
+      rep.refused.push_back(d.path().string() + ": refused: it is a symbolic link");
+      continue;
+    }
+    if (!fs::is_regular_file(st)) continue;
     found.push_back({d.path(), d.last_write_time(ec), d.file_size(ec)});
   }
   std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.mtime > b.mtime; });

@@ -36,8 +36,8 @@ class StateStore {
   const std::filesystem::path& dir() const { return dir_; }
   const StateFileIdentity& identity() const { return id_; }
 
-  // A client's file name inside the directory: a plain name (no '/', not '.' or '..', not
-  // starting with '.', at most 200 bytes, not a cache file's name). Throws std::invalid_argument.
+  // A client's file name inside the directory: 1 to 200 of A-Z a-z 0-9 . _ -, not starting with
+  // '.', not a cache file's or a temporary file's name. Throws std::invalid_argument.
   std::filesystem::path client_file(std::string_view filename) const;
 
   // Writes every entry as a cache file (one already on disk with these tokens is kept as it is)

@@ -1,5 +1,7 @@
 #include "text/bpe.h"
 
+#include "text/scratch.h"
+
 #include <algorithm>
 #include <limits>
 #include <queue>
@@ -117,7 +119,12 @@ void BpeMerges::encode_heap(std::string_view piece, std::vector<int32_t>& out) c
     int32_t left_id, right_id;
     bool operator>(const Cand& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
   };
-  thread_local std::vector<int32_t> sym, prev, next;
+  // Per-thread scratch, freed after a piece that grew it past kScratchKeepBytes (text/scratch.h).
+  thread_local Scratch<std::vector<int32_t>> sym_s, prev_s, next_s;
+  ScratchTrim trim(sym_s, prev_s, next_s);
+  std::vector<int32_t>& sym = sym_s.buf;
+  std::vector<int32_t>& prev = prev_s.buf;
+  std::vector<int32_t>& next = next_s.buf;
   sym.resize(n);
   prev.resize(n);
   next.resize(n);

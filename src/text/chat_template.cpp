@@ -593,6 +593,17 @@ const char* chat_template_family_name(ChatTemplateFamily f) {
   return "?";
 }
 
+std::vector<std::string> chat_template_roles(ChatTemplateFamily f) {
+  switch (f) {
+    case ChatTemplateFamily::ChatML:
+    case ChatTemplateFamily::Qwen3:
+    case ChatTemplateFamily::Qwen35:
+    case ChatTemplateFamily::LFM2:
+    case ChatTemplateFamily::Granite4: return {"system", "user", "assistant", "tool"};
+  }
+  return {};
+}
+
 const char* chat_template_user_delimiter(ChatTemplateFamily f) {
   switch (f) {
     case ChatTemplateFamily::ChatML:

@@ -101,6 +101,10 @@ enum class ChatTemplateFamily { ChatML, Qwen3, Qwen35, LFM2, Granite4 };
 const char* chat_template_family_name(ChatTemplateFamily f);
 // The text that opens a user span in a rendered prompt of this family ("" for LFM2: none).
 const char* chat_template_user_delimiter(ChatTemplateFamily f);
+// The message roles this family's template renders (every family here: system, user, assistant,
+// tool; another role would render nothing). The HTTP layer refuses roles outside these and
+// OpenAI's (http/chat_validation.h).
+std::vector<std::string> chat_template_roles(ChatTemplateFamily f);
 
 class ChatTemplate {
  public:

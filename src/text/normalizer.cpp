@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "text/scratch.h"
+
 namespace tandem::text {
 namespace {
 
@@ -31,7 +33,11 @@ bool nfc_normalize(std::vector<uint32_t>& cps) {
   }
   if (simple) return false;
 
-  thread_local std::u16string src, dst;
+  // Per-thread scratch, freed after a text that grew it past kScratchKeepBytes (text/scratch.h).
+  thread_local Scratch<std::u16string> src_s, dst_s;
+  ScratchTrim trim(src_s, dst_s);
+  std::u16string& src = src_s.buf;
+  std::u16string& dst = dst_s.buf;
   src.clear();
   for (uint32_t cp : cps) {
     if (cp >= 0x10000) {

@@ -5,6 +5,7 @@
 #include "text/byte_level.h"
 #include "text/normalizer.h"
 #include "text/pre_tokenizer.h"
+#include "text/scratch.h"
 #include "text/utf8.h"
 
 namespace tandem::text {
@@ -52,12 +53,21 @@ void Tokenizer::encode(std::string_view text, std::vector<int32_t>& out, EncodeO
 
 void Tokenizer::encode_section(std::string_view section, size_t base, std::vector<int32_t>& out,
                                std::vector<uint32_t>* offsets) const {
-  // Per-thread scratch: encode() allocates nothing once these have grown to the largest input.
-  thread_local std::vector<uint32_t> cps;
-  thread_local std::vector<uint32_t> cp_offset;  // byte offset (in section) of each code point
-  thread_local std::vector<std::pair<uint32_t, uint32_t>> pieces;
-  thread_local std::string piece_bytes;
-  thread_local std::vector<uint32_t> byte_cp;  // piece byte -> code point index (offsets only)
+  // Per-thread scratch: encode() allocates nothing for sections up to kScratchKeepBytes' worth;
+  // a larger section's buffers are freed when it is done (text/scratch.h), so that no thread keeps
+  // the largest input it ever saw.
+  thread_local Scratch<std::vector<uint32_t>> cps_s;
+  thread_local Scratch<std::vector<uint32_t>> cp_offset_s;  // byte offset (in section) of each code point
+  thread_local Scratch<std::vector<std::pair<uint32_t, uint32_t>>> pieces_s;
+  thread_local Scratch<std::string> piece_bytes_s;
+  thread_local Scratch<std::vector<uint32_t>> byte_cp_s;  // piece byte -> code point index (offsets only)
+  thread_local Scratch<std::string> spelled_s;
+  ScratchTrim trim(cps_s, cp_offset_s, pieces_s, piece_bytes_s, byte_cp_s, spelled_s);
+  std::vector<uint32_t>& cps = cps_s.buf;
+  std::vector<uint32_t>& cp_offset = cp_offset_s.buf;
+  std::vector<std::pair<uint32_t, uint32_t>>& pieces = pieces_s.buf;
+  std::string& piece_bytes = piece_bytes_s.buf;
+  std::vector<uint32_t>& byte_cp = byte_cp_s.buf;
   cps.clear();
   cp_offset.clear();
   pieces.clear();
@@ -80,7 +90,7 @@ void Tokenizer::encode_section(std::string_view section, size_t base, std::vecto
     const size_t first = out.size();
     if (vocab_.ignore_merges()) {
       // The piece's byte-level spelling as a whole vocabulary entry, if there is one.
-      thread_local std::string spelled;
+      std::string& spelled = spelled_s.buf;
       spelled.clear();
       for (unsigned char ch : piece_bytes) spelled += byte_token_strings()[ch];
       if (const auto id = vocab_.find(spelled)) out.push_back(*id);

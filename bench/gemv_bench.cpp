@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "gguf/quants.h"
-#include "kernels/attention.h"
-#include "kernels/matmul.h"
-#include "kernels/weight_pack.h"
+#include "kernels/attention/attention.h"
+#include "kernels/matmul/matmul.h"
+#include "kernels/matmul/weight_pack.h"
 #include "runtime/cpu_features.h"
 #include "runtime/scratch.h"
 #include "runtime/thread_pool.h"

@@ -5,9 +5,9 @@
 #include <cstring>
 
 #include "gguf/quants.h"
-#include "kernels/attention.h"
-#include "kernels/norms.h"
-#include "kernels/rope.h"
+#include "kernels/attention/attention.h"
+#include "kernels/norms/norms.h"
+#include "kernels/rope/rope.h"
 
 namespace tandem {
 

@@ -3,7 +3,7 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "kernels/matmul.h"
+#include "kernels/matmul/matmul.h"
 #include "model/model_fingerprint.h"
 
 namespace tandem {

@@ -21,8 +21,8 @@
 #include <string>
 
 #include "gguf/gguf_file.h"
-#include "kernels/matmul.h"
-#include "kernels/weight_pack.h"
+#include "kernels/matmul/matmul.h"
+#include "kernels/matmul/weight_pack.h"
 #include "model/forward_pass.h"
 #include "model/model_shape.h"
 #include "model/sequence_state.h"

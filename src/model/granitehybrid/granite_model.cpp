@@ -4,9 +4,9 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "kernels/conv1d.h"
-#include "kernels/ssm_conv.h"
-#include "kernels/ssm_scan.h"
+#include "kernels/conv/conv1d.h"
+#include "kernels/conv/ssm_conv.h"
+#include "kernels/ssm_scan/ssm_scan.h"
 #include "model/tensor_binder.h"
 
 namespace tandem {

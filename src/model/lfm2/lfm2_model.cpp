@@ -4,8 +4,8 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "kernels/conv1d.h"
-#include "kernels/ssm_conv.h"
+#include "kernels/conv/conv1d.h"
+#include "kernels/conv/ssm_conv.h"
 #include "model/tensor_binder.h"
 
 namespace tandem {

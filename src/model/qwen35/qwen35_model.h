@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "gguf/gguf_file.h"
-#include "kernels/delta_rule.h"
-#include "kernels/weight_pack.h"
+#include "kernels/delta_rule/delta_rule.h"
+#include "kernels/matmul/weight_pack.h"
 #include "model/qwen35/qwen35_hparams.h"
 #include "model/qwen35/qwen35_weights.h"
 #include "model/forward_pass.h"

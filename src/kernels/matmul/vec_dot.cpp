@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "gguf/block_codes.h"
 #include "gguf/quants.h"
 
 namespace tandem::kernels {
@@ -32,81 +33,24 @@ float dot_bf16(int64_t n, const uint16_t* x, const uint16_t* y) {
   return static_cast<float>(sum);
 }
 
-float dot_q4_0(int64_t nb, const BlockQ4_0* x, const BlockQ8_0* y) {
+// Every legacy type (gguf/block_codes.h): the block's integer sum of code × activation, then
+// ggml's float step: (Σ · d_w) · d_a, or for the types with a min d_w · d_a · Σ + m_w · s_a.
+template <typename B, typename A>
+float dot_legacy(int64_t nb, const B* x, const A* y) {
   float sumf = 0.0f;
   for (int64_t b = 0; b < nb; ++b) {
+    int q[kQK];
+    legacy_codes(x[b], q);
     int sumi = 0;
-    for (int j = 0; j < kQK / 2; ++j) {
-      sumi += ((x[b].qs[j] & 0x0F) - 8) * y[b].qs[j];
-      sumi += ((x[b].qs[j] >> 4) - 8) * y[b].qs[j + kQK / 2];
-    }
-    sumf += static_cast<float>(sumi) * fp16_to_fp32(x[b].d) * fp16_to_fp32(y[b].d);
+    for (int e = 0; e < kQK; ++e) sumi += q[e] * y[b].qs[e];
+    if constexpr (kHasMin<B>)
+      sumf += fp16_to_fp32(x[b].d) * fp16_to_fp32(y[b].d) * static_cast<float>(sumi) +
+              fp16_to_fp32(x[b].m) * fp16_to_fp32(y[b].s);
+    else
+      sumf += static_cast<float>(sumi) * fp16_to_fp32(x[b].d) * fp16_to_fp32(y[b].d);
   }
   return sumf;
 }
-
-float dot_q4_1(int64_t nb, const BlockQ4_1* x, const BlockQ8_1* y) {
-  float sumf = 0.0f;
-  for (int64_t b = 0; b < nb; ++b) {
-    int sumi = 0;
-    for (int j = 0; j < kQK / 2; ++j) {
-      sumi += (x[b].qs[j] & 0x0F) * y[b].qs[j];
-      sumi += (x[b].qs[j] >> 4) * y[b].qs[j + kQK / 2];
-    }
-    sumf += fp16_to_fp32(x[b].d) * fp16_to_fp32(y[b].d) * static_cast<float>(sumi) +
-            fp16_to_fp32(x[b].m) * fp16_to_fp32(y[b].s);
-  }
-  return sumf;
-}
-
-uint32_t load_qh(const uint8_t* qh) {
-  return static_cast<uint32_t>(qh[0]) | static_cast<uint32_t>(qh[1]) << 8 |
-         static_cast<uint32_t>(qh[2]) << 16 | static_cast<uint32_t>(qh[3]) << 24;
-}
-
-float dot_q5_0(int64_t nb, const BlockQ5_0* x, const BlockQ8_0* y) {
-  float sumf = 0.0f;
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint32_t qh = load_qh(x[b].qh);
-    int sumi = 0;
-    for (int j = 0; j < kQK / 2; ++j) {
-      const int h0 = ((qh >> j) << 4) & 0x10;
-      const int h1 = (qh >> (j + 12)) & 0x10;
-      sumi += (((x[b].qs[j] & 0x0F) | h0) - 16) * y[b].qs[j];
-      sumi += (((x[b].qs[j] >> 4) | h1) - 16) * y[b].qs[j + kQK / 2];
-    }
-    sumf += static_cast<float>(sumi) * fp16_to_fp32(x[b].d) * fp16_to_fp32(y[b].d);
-  }
-  return sumf;
-}
-
-float dot_q5_1(int64_t nb, const BlockQ5_1* x, const BlockQ8_1* y) {
-  float sumf = 0.0f;
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint32_t qh = load_qh(x[b].qh);
-    int sumi = 0;
-    for (int j = 0; j < kQK / 2; ++j) {
-      const int h0 = ((qh >> j) << 4) & 0x10;
-      const int h1 = (qh >> (j + 12)) & 0x10;
-      sumi += ((x[b].qs[j] & 0x0F) | h0) * y[b].qs[j];
-      sumi += ((x[b].qs[j] >> 4) | h1) * y[b].qs[j + kQK / 2];
-    }
-    sumf += fp16_to_fp32(x[b].d) * fp16_to_fp32(y[b].d) * static_cast<float>(sumi) +
-            fp16_to_fp32(x[b].m) * fp16_to_fp32(y[b].s);
-  }
-  return sumf;
-}
-
-float dot_q8_0(int64_t nb, const BlockQ8_0* x, const BlockQ8_0* y) {
-  float sumf = 0.0f;
-  for (int64_t b = 0; b < nb; ++b) {
-    int sumi = 0;
-    for (int j = 0; j < kQK; ++j) sumi += x[b].qs[j] * y[b].qs[j];
-    sumf += static_cast<float>(sumi) * fp16_to_fp32(x[b].d) * fp16_to_fp32(y[b].d);
-  }
-  return sumf;
-}
-
 
 // Shared tail of Q4_K/Q5_K: q holds the 256 unsigned quants of the super-block.
 float dot_kx_block(const uint8_t* scales, const int8_t* q, const BlockQ8_K& y, float d, float dmin) {
@@ -122,31 +66,12 @@ float dot_kx_block(const uint8_t* scales, const int8_t* q, const BlockQ8_K& y, f
   return d * static_cast<float>(sum_scaled) - dmin * static_cast<float>(sum_mins);
 }
 
-float dot_q4_K(int64_t nb, const BlockQ4_K* x, const BlockQ8_K* y) {
+template <typename B>
+float dot_k4(int64_t nb, const B* x, const BlockQ8_K* y) {
   float sumf = 0.0f;
   int8_t q[kQK_K];
   for (int64_t b = 0; b < nb; ++b) {
-    for (int c = 0; c < 4; ++c)
-      for (int l = 0; l < 32; ++l) {
-        q[c * 64 + l] = static_cast<int8_t>(x[b].qs[c * 32 + l] & 0x0F);
-        q[c * 64 + 32 + l] = static_cast<int8_t>(x[b].qs[c * 32 + l] >> 4);
-      }
-    sumf += dot_kx_block(x[b].scales, q, y[b], y[b].d * fp16_to_fp32(x[b].d), y[b].d * fp16_to_fp32(x[b].dmin));
-  }
-  return sumf;
-}
-
-float dot_q5_K(int64_t nb, const BlockQ5_K* x, const BlockQ8_K* y) {
-  float sumf = 0.0f;
-  int8_t q[kQK_K];
-  for (int64_t b = 0; b < nb; ++b) {
-    for (int c = 0; c < 4; ++c) {
-      const uint8_t u1 = static_cast<uint8_t>(1u << (2 * c)), u2 = static_cast<uint8_t>(2u << (2 * c));
-      for (int l = 0; l < 32; ++l) {
-        q[c * 64 + l] = static_cast<int8_t>((x[b].qs[c * 32 + l] & 0x0F) + (x[b].qh[l] & u1 ? 16 : 0));
-        q[c * 64 + 32 + l] = static_cast<int8_t>((x[b].qs[c * 32 + l] >> 4) + (x[b].qh[l] & u2 ? 16 : 0));
-      }
-    }
+    k4_codes(x[b], q);
     sumf += dot_kx_block(x[b].scales, q, y[b], y[b].d * fp16_to_fp32(x[b].d), y[b].d * fp16_to_fp32(x[b].dmin));
   }
   return sumf;
@@ -193,13 +118,13 @@ float vec_dot_ref(GgmlType t, int64_t n, const void* w, const void* a) {
     case GgmlType::F32: return dot_f32(n, static_cast<const float*>(w), static_cast<const float*>(a));
     case GgmlType::F16: return dot_f16(n, static_cast<const uint16_t*>(w), static_cast<const uint16_t*>(a));
     case GgmlType::BF16: return dot_bf16(n, static_cast<const uint16_t*>(w), static_cast<const uint16_t*>(a));
-    case GgmlType::Q4_0: return dot_q4_0(n / kQK, static_cast<const BlockQ4_0*>(w), static_cast<const BlockQ8_0*>(a));
-    case GgmlType::Q4_1: return dot_q4_1(n / kQK, static_cast<const BlockQ4_1*>(w), static_cast<const BlockQ8_1*>(a));
-    case GgmlType::Q5_0: return dot_q5_0(n / kQK, static_cast<const BlockQ5_0*>(w), static_cast<const BlockQ8_0*>(a));
-    case GgmlType::Q5_1: return dot_q5_1(n / kQK, static_cast<const BlockQ5_1*>(w), static_cast<const BlockQ8_1*>(a));
-    case GgmlType::Q8_0: return dot_q8_0(n / kQK, static_cast<const BlockQ8_0*>(w), static_cast<const BlockQ8_0*>(a));
-    case GgmlType::Q4_K: return dot_q4_K(n / kQK_K, static_cast<const BlockQ4_K*>(w), static_cast<const BlockQ8_K*>(a));
-    case GgmlType::Q5_K: return dot_q5_K(n / kQK_K, static_cast<const BlockQ5_K*>(w), static_cast<const BlockQ8_K*>(a));
+    case GgmlType::Q4_0: return dot_legacy(n / kQK, static_cast<const BlockQ4_0*>(w), static_cast<const BlockQ8_0*>(a));
+    case GgmlType::Q4_1: return dot_legacy(n / kQK, static_cast<const BlockQ4_1*>(w), static_cast<const BlockQ8_1*>(a));
+    case GgmlType::Q5_0: return dot_legacy(n / kQK, static_cast<const BlockQ5_0*>(w), static_cast<const BlockQ8_0*>(a));
+    case GgmlType::Q5_1: return dot_legacy(n / kQK, static_cast<const BlockQ5_1*>(w), static_cast<const BlockQ8_1*>(a));
+    case GgmlType::Q8_0: return dot_legacy(n / kQK, static_cast<const BlockQ8_0*>(w), static_cast<const BlockQ8_0*>(a));
+    case GgmlType::Q4_K: return dot_k4(n / kQK_K, static_cast<const BlockQ4_K*>(w), static_cast<const BlockQ8_K*>(a));
+    case GgmlType::Q5_K: return dot_k4(n / kQK_K, static_cast<const BlockQ5_K*>(w), static_cast<const BlockQ8_K*>(a));
     case GgmlType::Q6_K: return dot_q6_K(n / kQK_K, static_cast<const BlockQ6_K*>(w), static_cast<const BlockQ8_K*>(a));
     case GgmlType::Q8_K: return dot_q8_K(n / kQK_K, static_cast<const BlockQ8_K*>(w), static_cast<const BlockQ8_K*>(a));
     default: break;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <type_traits>
 
 #include "gguf/quants.h"
 #include "kernels/activation_quant/activation_quant_avx512.h"
@@ -19,18 +20,9 @@ inline int round_even(float x) {
   return static_cast<int>(std::nearbyint(x));
 }
 
-void to_q8_0(const float* x, BlockQ8_0* y, int64_t nb) {
-  for (int64_t b = 0; b < nb; ++b, x += kQK) {
-    float amax = 0.0f;
-    for (int j = 0; j < kQK; ++j) amax = std::fmax(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f;
-    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    y[b].d = fp32_to_fp16(d);
-    for (int j = 0; j < kQK; ++j) y[b].qs[j] = static_cast<int8_t>(round_even(x[j] * id));
-  }
-}
-
-void to_q8_1(const float* x, BlockQ8_1* y, int64_t nb) {
+// Q8_0 and Q8_1 (which also stores s = d · Σ q), by ggml-cpu's x86 rule.
+template <typename B>
+void to_q8(const float* x, B* y, int64_t nb) {
   for (int64_t b = 0; b < nb; ++b, x += kQK) {
     float amax = 0.0f;
     for (int j = 0; j < kQK; ++j) amax = std::fmax(amax, std::fabs(x[j]));
@@ -42,7 +34,7 @@ void to_q8_1(const float* x, BlockQ8_1* y, int64_t nb) {
       sum += y[b].qs[j];
     }
     y[b].d = fp32_to_fp16(d);
-    y[b].s = fp32_to_fp16(d * static_cast<float>(sum));
+    if constexpr (std::is_same_v<B, BlockQ8_1>) y[b].s = fp32_to_fp16(d * static_cast<float>(sum));
   }
 }
 
@@ -96,10 +88,10 @@ void quantize_activation(CpuTier tier, GgmlType t, const float* x, void* dst, in
       return;
     }
     case GgmlType::Q8_0:
-      to_q8_0(x, static_cast<BlockQ8_0*>(dst), n / kQK);
+      to_q8(x, static_cast<BlockQ8_0*>(dst), n / kQK);
       return;
     case GgmlType::Q8_1:
-      to_q8_1(x, static_cast<BlockQ8_1*>(dst), n / kQK);
+      to_q8(x, static_cast<BlockQ8_1*>(dst), n / kQK);
       return;
     case GgmlType::Q8_K:
       to_q8_K(tier, x, static_cast<BlockQ8_K*>(dst), n / kQK_K);

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/elementwise/elementwise_avx512.h"
+#include "kernels/attention/softmax_avx512.h"
 
 namespace tandem::kernels {
 

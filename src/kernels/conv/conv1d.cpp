@@ -1,34 +1,18 @@
 #include "kernels/conv/conv1d.h"
 
-#include "kernels/elementwise/activations.h"
-#include "kernels/elementwise/elementwise_avx512.h"
+#include "kernels/conv/ssm_conv.h"
 
 namespace tandem::kernels {
 
+// The Gated DeltaNet conv is ssm_conv without a bias, with SiLU: the same arithmetic, the same body.
 void conv1d_silu(CpuTier tier, const float* x, int64_t ldx, int64_t T, int64_t channels, int K, const float* w,
                  const float* state, float* y, int64_t ldy) {
-#ifdef TANDEM_ARCH_X86
-  if (tier_has(tier, CpuTier::Avx512Vnni) && K <= 8)
-    return avx512::conv1d_silu(x, ldx, T, channels, K, w, state, y, ldy);
-#endif
-  conv1d_silu_ref(x, ldx, T, channels, K, w, state, y, ldy);
+  ssm_conv(tier, x, ldx, T, channels, K, w, nullptr, true, state, y, ldy);
 }
 
 void conv1d_silu_ref(const float* x, int64_t ldx, int64_t T, int64_t channels, int K, const float* w,
-                 const float* state, float* y, int64_t ldy) {
-  const int S = K - 1;
-  for (int64_t t = 0; t < T; ++t) {
-    for (int64_t ch = 0; ch < channels; ++ch) {
-      const float* wc = w + ch * K;
-      float sum = 0.0f;
-      for (int j = 0; j < K; ++j) {
-        const int64_t src = t - S + j;  // token index of this tap (negative: from the state)
-        const float v = src >= 0 ? x[src * ldx + ch] : state[ch * S + (S + src)];
-        sum += v * wc[j];
-      }
-      y[t * ldy + ch] = silu(sum);
-    }
-  }
+                     const float* state, float* y, int64_t ldy) {
+  ssm_conv_ref(x, ldx, T, channels, K, w, nullptr, true, state, y, ldy);
 }
 
 void conv_state_after(const float* x, int64_t ldx, int64_t n, int64_t channels, int K, const float* state,

@@ -1,7 +1,7 @@
 #include "kernels/conv/ssm_conv.h"
 
+#include "kernels/conv/ssm_conv_avx512.h"
 #include "kernels/elementwise/activations.h"
-#include "kernels/ssm_scan/ssm_scan_avx512.h"
 
 namespace tandem::kernels {
 

@@ -6,47 +6,28 @@
 
 #include "kernels/delta_rule/delta_rule_avx2.h"
 #include "kernels/delta_rule/delta_rule_avx512.h"
+#include "kernels/delta_rule/delta_rule_loops.h"
 #include "kernels/delta_rule/delta_rule_neon.h"
 
 namespace tandem::kernels {
 
 void delta_rule_recurrent_ref(const DeltaRuleInput& in, float* state, float* snapshots, int64_t snapshot_from) {
   const int d = in.d;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  const int64_t sf = in.state_floats();
-  // Head-outer: a head's d x d state stays in cache for all its tokens.
-  for (int h = in.h_begin; h < in.head_end(); ++h) {
-    const int kh = h % in.H_k;
-    float* S = state + static_cast<int64_t>(h) * d * d;
-    if (in.state_in)
-      std::memcpy(S, in.state_in + static_cast<int64_t>(h) * d * d, static_cast<size_t>(d) * d * sizeof(float));
-    for (int64_t t = 0; t < in.T; ++t) {
-      const float* q = in.q + t * in.ldqk + kh * d;
-      const float* k = in.k + t * in.ldqk + kh * d;
-      const float* v = in.v + t * in.ldv + h * d;
-      const float decay = std::exp(in.g[t * in.H_v + h]);
-      const float beta = in.beta[t * in.H_v + h];
-      float* o = in.out + t * in.ldo + h * d;
-      for (int j = 0; j < d; ++j) {
-        float* row = S + static_cast<int64_t>(j) * d;  // S[.][j] over the key index
-        float kv = 0.0f;
-        for (int i = 0; i < d; ++i) {
-          row[i] *= decay;
-          kv += row[i] * k[i];
-        }
-        const float delta = beta * (v[j] - kv);
-        float qs = 0.0f;
-        for (int i = 0; i < d; ++i) {
-          row[i] += k[i] * delta;
-          qs += row[i] * q[i];
-        }
-        o[j] = qs * scale;
-      }
-      float* snap = in.snapshot_to ? in.snapshot_to[t]
-                                   : snapshots && t >= snapshot_from ? snapshots + (t - snapshot_from) * sf : nullptr;
-      if (snap) std::memcpy(snap + static_cast<int64_t>(h) * d * d, S, static_cast<size_t>(d) * d * sizeof(float));
-    }
-  }
+  recurrence_heads(in, state, snapshots, snapshot_from,
+                   [d](const float* src, float* row, const float* k, const float* q, float v, float decay, float beta) {
+                     float kv = 0.0f;
+                     for (int i = 0; i < d; ++i) {
+                       row[i] = src[i] * decay;
+                       kv += row[i] * k[i];
+                     }
+                     const float delta = beta * (v - kv);
+                     float qs = 0.0f;
+                     for (int i = 0; i < d; ++i) {
+                       row[i] += k[i] * delta;
+                       qs += row[i] * q[i];
+                     }
+                     return qs;
+                   });
 }
 
 namespace {
@@ -182,23 +163,9 @@ void delta_rule_chunked_ref(const DeltaRuleInput& in, float* state, ScratchBuffe
   const int64_t hf = static_cast<int64_t>(d) * d;
   for (int h = in.h_begin; h < in.head_end(); ++h) {
     float* S = state + h * hf;
-    int next_cut = 0;
-    auto emit_cuts_at = [&](int64_t pos) {
-      while (next_cut < n_cuts && cuts[next_cut] == pos) {
-        std::memcpy(cut_states + next_cut * sf + h * hf, S, hf * sizeof(float));
-        ++next_cut;
-      }
-    };
-    emit_cuts_at(0);
-    int64_t t0 = 0;
-    while (t0 < in.T) {
-      // Chunks restart at each cut so that the state at the cut exists between chunks.
-      int64_t end = std::min<int64_t>(in.T, t0 + C);
-      if (next_cut < n_cuts && cuts[next_cut] > t0 && cuts[next_cut] < end) end = cuts[next_cut];
-      chunk_head(in, h, t0, static_cast<int>(end - t0), S, w);
-      t0 = end;
-      emit_cuts_at(t0);
-    }
+    chunks_between_cuts(
+        in.T, cuts, n_cuts, [&](int64_t t0, int n) { chunk_head(in, h, t0, n, S, w); },
+        [&](int c) { std::memcpy(cut_states + c * sf + h * hf, S, hf * sizeof(float)); });
   }
 }
 

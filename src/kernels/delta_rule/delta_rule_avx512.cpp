@@ -19,12 +19,14 @@
 #include "kernels/delta_rule/delta_rule_avx512.h"
 
 #include <immintrin.h>
-#include <type_traits>
-
-#include "kernels/gemm_f32/gemm_tiles_avx512.h"
-#include "kernels/simd/simd_avx512.h"
 #include <math.h>
 #include <string.h>
+
+#include <type_traits>
+
+#include "kernels/delta_rule/delta_rule_loops.h"
+#include "kernels/gemm_f32/gemm_tiles_avx512.h"
+#include "kernels/simd/simd_avx512.h"
 
 // GCC 12 warns about the deliberately undefined upper halves inside its own
 // intrinsics (_mm512_reduce_add_ps, _mm512_cvtpd_ps, ...).
@@ -35,16 +37,6 @@ namespace tandem::kernels::avx512 {
 namespace {
 
 constexpr int C = kDeltaRuleChunk;
-
-// Denormals (products of long decays) flushed for the duration of a call: far below
-// the precision that matters here, and they are slow.
-struct FlushDenormals {
-  unsigned saved;
-  FlushDenormals() : saved(_mm_getcsr()) { _mm_setcsr(saved | 0x8040u); }
-  ~FlushDenormals() { _mm_setcsr(saved); }
-  FlushDenormals(const FlushDenormals&) = delete;
-  FlushDenormals& operator=(const FlushDenormals&) = delete;
-};
 
 // dst[c*ldd + r] = src[r*lds + c] for r < 16, c < 16; rows >= `rows` read as zeros.
 inline void transpose16(const float* src, int64_t lds, int rows, float* dst, int64_t ldd) {
@@ -161,17 +153,8 @@ void chunk_head(const DeltaRuleInput& in, int h, int64_t t0, int n, Work& w) {
   // 2. Keys transposed (zero columns up to a multiple of 16), Gram matrices.
   const int n16 = round16(n);
   transpose(K0, in.ldqk, w.Kt, C, n, d);  // zero columns [n, n16)
-  Gemm gk;
-  gk.M = n;
-  gk.N = n16;
-  gk.k0 = d;
-  gk.col_tri = true;
-  gk.A = K0;
-  gk.lda = in.ldqk;
-  gk.B = w.Kt;
-  gk.ldb = C;
-  gk.Cm = w.KK;
-  gk.ldc = C;
+  Gemm gk{.M = n, .N = n16, .k0 = d, .col_tri = true, .A = K0, .lda = in.ldqk, .B = w.Kt, .ldb = C, .Cm = w.KK,
+          .ldc = C};
   gemm(gk);
   gk.A = Q0;
   gk.Cm = w.QK;
@@ -238,17 +221,7 @@ void chunk_head(const DeltaRuleInput& in, int h, int64_t t0, int n, Work& w) {
     }
 
   // 5. U = Tu V (into Vn), W' = Tw K.
-  Gemm gt;
-  gt.M = n;
-  gt.N = d;
-  gt.k0 = 0;
-  gt.k_tri = true;
-  gt.A = w.Tu;
-  gt.lda = C;
-  gt.B = V0;
-  gt.ldb = in.ldv;
-  gt.Cm = w.Vn;
-  gt.ldc = d;
+  Gemm gt{.M = n, .N = d, .k0 = 0, .k_tri = true, .A = w.Tu, .lda = C, .B = V0, .ldb = in.ldv, .Cm = w.Vn, .ldc = d};
   gemm(gt);
   gt.A = w.Tw;
   gt.B = K0;
@@ -257,32 +230,10 @@ void chunk_head(const DeltaRuleInput& in, int h, int64_t t0, int n, Work& w) {
   gemm(gt);
 
   // 6. v_new = U + W' S.
-  Gemm gv;
-  gv.M = n;
-  gv.N = d;
-  gv.k0 = d;
-  gv.A = w.Wn;
-  gv.lda = d;
-  gv.B = w.S;
-  gv.ldb = d;
-  gv.Cm = w.Vn;
-  gv.ldc = d;
-  gv.load_c = true;
-  gemm(gv);
+  gemm({.M = n, .N = d, .k0 = d, .A = w.Wn, .lda = d, .B = w.S, .ldb = d, .Cm = w.Vn, .ldc = d, .load_c = true});
 
   // 7. o = [e^G scale Q | QKm] [S ; v_new]  (v_new lies right after S).
-  Gemm go;
-  go.M = n;
-  go.N = d;
-  go.k0 = d;
-  go.k_tri = true;
-  go.A = w.AQ;
-  go.lda = ldaq;
-  go.B = w.S;
-  go.ldb = d;
-  go.Cm = O0;
-  go.ldc = in.ldo;
-  gemm(go);
+  gemm({.M = n, .N = d, .k0 = d, .k_tri = true, .A = w.AQ, .lda = ldaq, .B = w.S, .ldb = d, .Cm = O0, .ldc = in.ldo});
 
   // 8. S <- e^{G_last} S + Σ_c e^{G_last - G_c} k_c v_new_cᵀ.
   const double glast = G[n - 1];
@@ -293,19 +244,8 @@ void chunk_head(const DeltaRuleInput& in, int h, int64_t t0, int n, Work& w) {
       float* p = w.Kt + i * C + c0;
       _mm512_storeu_ps(p, _mm512_mul_ps(_mm512_loadu_ps(p), _mm512_load_ps(wd + c0)));
     }
-  Gemm gs;
-  gs.M = d;
-  gs.N = d;
-  gs.k0 = n;
-  gs.A = w.Kt;
-  gs.lda = C;
-  gs.B = w.Vn;
-  gs.ldb = d;
-  gs.Cm = w.S;
-  gs.ldc = d;
-  gs.load_c = true;
-  gs.cscale = static_cast<float>(exp(glast));
-  gemm(gs);
+  gemm({.M = d, .N = d, .k0 = n, .A = w.Kt, .lda = C, .B = w.Vn, .ldb = d, .Cm = w.S, .ldc = d, .load_c = true,
+        .cscale = static_cast<float>(exp(glast))});
 }
 
 // ---------------------------------------------------------------------------
@@ -481,42 +421,29 @@ void recurrent_head_for_call(const DeltaRuleInput& in, int h, float* S, const fl
 }
 
 // Any d that is a multiple of 16 (rows too long to keep in registers): two passes per row,
-// token by token.
+// token by token (delta_rule_loops.h's recurrence).
 void recurrent_head_any(const DeltaRuleInput& in, int h, float* S, const float* S_in, float* snapshots,
                         int64_t snapshot_from) {
   const int d = in.d;
-  if (S_in) memcpy(S, S_in, static_cast<size_t>(d) * d * sizeof(float));
-  const int kh = h % in.H_k;
-  const float scale = 1.0f / sqrtf(static_cast<float>(d));
-  const int64_t sf = static_cast<int64_t>(in.H_v) * d * d;
-  for (int64_t t = 0; t < in.T; ++t) {
-    const float* q = in.q + t * in.ldqk + kh * d;
-    const float* k = in.k + t * in.ldqk + kh * d;
-    const float* v = in.v + t * in.ldv + h * d;
-    const __m512 decay = _mm512_set1_ps(expf(in.g[t * in.H_v + h]));
-    const float beta = in.beta[t * in.H_v + h];
-    float* o = in.out + t * in.ldo + h * d;
-    for (int j = 0; j < d; ++j) {
-      float* row = S + static_cast<int64_t>(j) * d;
-      __m512 a = _mm512_setzero_ps();
-      for (int i = 0; i < d; i += 16) {
-        const __m512 x = _mm512_mul_ps(_mm512_loadu_ps(row + i), decay);
-        _mm512_storeu_ps(row + i, x);
-        a = _mm512_fmadd_ps(x, _mm512_loadu_ps(k + i), a);
-      }
-      const __m512 delta = _mm512_set1_ps(beta * (v[j] - _mm512_reduce_add_ps(a)));
-      __m512 b = _mm512_setzero_ps();
-      for (int i = 0; i < d; i += 16) {
-        const __m512 x = _mm512_fmadd_ps(_mm512_loadu_ps(k + i), delta, _mm512_loadu_ps(row + i));
-        _mm512_storeu_ps(row + i, x);
-        b = _mm512_fmadd_ps(x, _mm512_loadu_ps(q + i), b);
-      }
-      o[j] = _mm512_reduce_add_ps(b) * scale;
-    }
-    float* snap = in.snapshot_to ? in.snapshot_to[t]
-                                 : snapshots && t >= snapshot_from ? snapshots + (t - snapshot_from) * sf : nullptr;
-    if (snap) memcpy(snap + static_cast<int64_t>(h) * d * d, S, static_cast<size_t>(d) * d * sizeof(float));
-  }
+  recurrence_head(
+      in, h, S, S_in, snapshots, snapshot_from,
+      [d](const float* src, float* row, const float* k, const float* q, float v, float decay_s, float beta) {
+        const __m512 decay = _mm512_set1_ps(decay_s);
+        __m512 a = _mm512_setzero_ps();
+        for (int i = 0; i < d; i += 16) {
+          const __m512 x = _mm512_mul_ps(_mm512_loadu_ps(src + i), decay);
+          _mm512_storeu_ps(row + i, x);
+          a = _mm512_fmadd_ps(x, _mm512_loadu_ps(k + i), a);
+        }
+        const __m512 delta = _mm512_set1_ps(beta * (v - _mm512_reduce_add_ps(a)));
+        __m512 b = _mm512_setzero_ps();
+        for (int i = 0; i < d; i += 16) {
+          const __m512 x = _mm512_fmadd_ps(_mm512_loadu_ps(k + i), delta, _mm512_loadu_ps(row + i));
+          _mm512_storeu_ps(row + i, x);
+          b = _mm512_fmadd_ps(x, _mm512_loadu_ps(q + i), b);
+        }
+        return _mm512_reduce_add_ps(b);
+      });
 }
 
 }  // namespace
@@ -560,23 +487,9 @@ void delta_rule_chunked(const DeltaRuleInput& in, float* state, float* workspace
   for (int h = in.h_begin; h < h_end; ++h) {
     float* Sh = state + h * hf;  // stored as S[i][j] at [j*d + i]
     transpose(Sh, d, w.S, d, d, d);
-    int next_cut = 0;
-    auto emit_cuts_at = [&](int64_t pos) {
-      while (next_cut < n_cuts && cuts[next_cut] == pos) {
-        transpose(w.S, d, cut_states + next_cut * sf + h * hf, d, d, d);
-        ++next_cut;
-      }
-    };
-    emit_cuts_at(0);
-    int64_t t0 = 0;
-    while (t0 < in.T) {
-      // Chunks restart at each cut so that the state at the cut exists between chunks.
-      int64_t end = t0 + C < in.T ? t0 + C : in.T;
-      if (next_cut < n_cuts && cuts[next_cut] > t0 && cuts[next_cut] < end) end = cuts[next_cut];
-      chunk_head(in, h, t0, static_cast<int>(end - t0), w);
-      t0 = end;
-      emit_cuts_at(t0);
-    }
+    chunks_between_cuts(
+        in.T, cuts, n_cuts, [&](int64_t t0, int n) { chunk_head(in, h, t0, n, w); },
+        [&](int c) { transpose(w.S, d, cut_states + c * sf + h * hf, d, d, d); });
     transpose(w.S, d, Sh, d, d, d);
   }
 }

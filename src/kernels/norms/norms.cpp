@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "kernels/elementwise/elementwise_avx512.h"
+#include "kernels/norms/norms_avx512.h"
 
 namespace tandem::kernels {
 
@@ -14,7 +14,7 @@ namespace {
 // thread for every row. Eight interleaved partial sums, combined in a fixed order, cut the
 // chain eightfold; the double result differs from the chain's in its last bits only, which
 // reach the float mean about once in 10^8 rows. The AVX-512 tiers run the same sums, the
-// eight partial sums as the lanes of one register (elementwise_avx512.cpp): same bits.
+// eight partial sums as the lanes of one register (norms_avx512.cpp): same bits.
 double sum_squares(CpuTier tier, const float* x, int64_t n) {
 #ifdef TANDEM_ARCH_X86
   if (tier_has(tier, CpuTier::Avx512Vnni)) return avx512::sum_squares(x, n);

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/elementwise/elementwise_avx512.h"
+#include "kernels/norms/norms_avx512.h"
 #include "runtime/cpu_features.h"
 
 namespace tandem::kernels {

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "kernels/rope/rope.h"
+
 namespace tandem::kernels {
 
 void rope_vision_cache(int64_t row, int64_t col, int head_dim, float freq_base, float* cs) {
@@ -20,17 +22,7 @@ void rope_vision_cache(int64_t row, int64_t col, int head_dim, float freq_base, 
   }
 }
 
-void rope_vision_apply(float* x, int n_heads, int head_dim, const float* cs) {
-  const int half = head_dim / 2;
-  for (int h = 0; h < n_heads; ++h) {
-    float* v = x + static_cast<int64_t>(h) * head_dim;
-    for (int j = 0; j < half; ++j) {
-      const float c = cs[2 * j], s = cs[2 * j + 1];
-      const float x0 = v[j], x1 = v[j + half];
-      v[j] = x0 * c - x1 * s;
-      v[j + half] = x0 * s + x1 * c;
-    }
-  }
-}
+// The NEOX rotation over the whole head: rope_apply's, with every pair rotated.
+void rope_vision_apply(float* x, int n_heads, int head_dim, const float* cs) { rope_apply(x, n_heads, head_dim, head_dim, cs); }
 
 }  // namespace tandem::kernels

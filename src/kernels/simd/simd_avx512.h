@@ -1,8 +1,7 @@
-// Vector math shared by the AVX-512 translation units. Include ONLY from files compiled
-// with AVX-512 flags (the *_avx512.cpp files, matmul_amx.cpp, matmul_q4k_vnni.cpp,
-// matmul_q6k_vnni.cpp):
-// everything here is static inline so that no AVX-512 instruction can end up in a symbol
-// another unit links to.
+// Vector math shared by the AVX-512 translation units of every op. Include ONLY from files
+// compiled with AVX-512 flags (the *_avx512.cpp, *_vnni.cpp and *_amx.cpp files): everything here
+// is static inline or in an anonymous namespace, so that no AVX-512 instruction can end up in a
+// symbol another unit links to.
 #pragma once
 
 #include <immintrin.h>
@@ -30,6 +29,24 @@ static inline __m512 exp_ps(__m512 x) {
   y = _mm512_add_ps(y, _mm512_set1_ps(1.0f));
   return _mm512_scalef_ps(y, fx);
 }
+
+// The first n of 16 lanes (none for n <= 0, all for n >= 16): the mask of a partial vector.
+static inline __mmask16 first_lanes(int n) {
+  return static_cast<__mmask16>(n >= 16 ? 0xFFFFu : n > 0 ? (1u << n) - 1 : 0u);
+}
+
+namespace {
+// Denormals (products of long decays) flushed for the duration of a call: far below the precision
+// that matters to the recurrences (delta rule, Mamba2 scan), and slow. In an anonymous namespace,
+// as everything here is internal: each unit has its own.
+struct FlushDenormals {
+  unsigned saved;
+  FlushDenormals() : saved(_mm_getcsr()) { _mm_setcsr(saved | 0x8040u); }
+  ~FlushDenormals() { _mm_setcsr(saved); }
+  FlushDenormals(const FlushDenormals&) = delete;
+  FlushDenormals& operator=(const FlushDenormals&) = delete;
+};
+}  // namespace
 
 // c += w · (the 4 bytes at a, broadcast to every lane): VPDPBUSD with an embedded-broadcast
 // memory operand. GCC 12 emits a separate VPBROADCASTD for _mm512_set1_epi32(*a); one

@@ -1,8 +1,8 @@
-// AVX-512 bodies of ssm_conv and the Mamba2 scan (per token and chunked). Compiled with the
-// AVX-512 flags (CMakeLists.txt) and called only after run-time dispatch (ssm_conv.cpp,
-// ssm_scan.cpp). Like delta_rule_avx512.cpp: plain loops, intrinsics and C math calls on
-// scalars, everything but the header's functions with internal linkage, so that no function
-// compiled for AVX-512 can be picked by the linker for another translation unit.
+// AVX-512 bodies of the Mamba2 scan (per token and chunked). Compiled with the AVX-512 flags
+// (CMakeLists.txt) and called only after run-time dispatch (ssm_scan.cpp). Like
+// delta_rule_avx512.cpp: plain loops, intrinsics and C math calls on scalars, everything but the
+// header's functions with internal linkage, so that no function compiled for AVX-512 can be picked
+// by the linker for another translation unit.
 #include "kernels/ssm_scan/ssm_scan_avx512.h"
 
 #include <immintrin.h>
@@ -19,9 +19,6 @@ namespace tandem::kernels::avx512 {
 namespace {
 
 inline float softplus_f(float u) { return u > 20.0f ? u : logf(1.0f + expf(u)); }  // as ggml
-inline __mmask16 first_lanes(int n) {
-  return static_cast<__mmask16>(n >= 16 ? 0xFFFFu : n > 0 ? (1u << n) - 1 : 0u);
-}
 
 // The value of v, opaque to the optimiser: keeps a product from being fused into a following add
 // (the build contracts a*b + c into an FMA), so that the state update rounds as the reference's
@@ -30,50 +27,6 @@ inline __m512 opaque(__m512 v) {
   asm("" : "+v"(v));
   return v;
 }
-
-// Denormals (products of long decays) flushed for the duration of a call.
-struct FlushDenormals {
-  unsigned saved;
-  FlushDenormals() : saved(_mm_getcsr()) { _mm_setcsr(saved | 0x8040u); }
-  ~FlushDenormals() { _mm_setcsr(saved); }
-  FlushDenormals(const FlushDenormals&) = delete;
-  FlushDenormals& operator=(const FlushDenormals&) = delete;
-};
-
-// ---------------------------------------------------------------------------------------------
-// Conv. 16 channels' taps (interleaved, stride s floats per channel) split into s vectors of one
-// tap each, by permutes (elementwise_avx512.cpp's conv1d_silu does the same).
-struct Deinterleave {
-  static constexpr int kMaxStride = 8;
-  int stride = 0;
-  __m512i idx[kMaxStride][kMaxStride / 2];
-  __mmask16 lanes[kMaxStride][kMaxStride / 2];
-
-  explicit Deinterleave(int s) : stride(s) {
-    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    for (int j = 0; j < s; ++j) {
-      const __m512i flat = _mm512_add_epi32(_mm512_mullo_epi32(lane, _mm512_set1_epi32(s)), _mm512_set1_epi32(j));
-      for (int w = 0; 2 * w < s; ++w) {  // vectors 2w and 2w + 1 hold flat [32w, 32w + 32)
-        idx[j][w] = _mm512_sub_epi32(flat, _mm512_set1_epi32(32 * w));
-        lanes[j][w] = _mm512_cmpge_epi32_mask(flat, _mm512_set1_epi32(32 * w)) &
-                      _mm512_cmplt_epi32_mask(flat, _mm512_set1_epi32(32 * w + 32));
-      }
-    }
-  }
-  // The 16·stride floats from src (channels past nc read as zero).
-  void load(const float* src, int nc, __m512* v) const {
-    const int n = nc * stride;
-    for (int r = 0; r < stride; ++r) v[r] = _mm512_maskz_loadu_ps(first_lanes(n - 16 * r), src + 16 * r);
-  }
-  __m512 tap(const __m512* v, int j) const {
-    __m512 out = _mm512_setzero_ps();
-    for (int w = 0; 2 * w < stride; ++w) {
-      const __m512 hi = 2 * w + 1 < stride ? v[2 * w + 1] : v[2 * w];
-      out = _mm512_mask_mov_ps(out, lanes[j][w], _mm512_permutex2var_ps(v[2 * w], idx[j][w], hi));
-    }
-    return out;
-  }
-};
 
 // ---------------------------------------------------------------------------------------------
 // Per-token scan: one head, state rows of ds = 16·NV kept in registers over a block of tokens.
@@ -159,11 +112,8 @@ void head_decays(const SsmScanInput& in, int h, int64_t t0, int64_t n, float* dt
 // C[M x N] = cscale·C (or 0) + A[M x K] · B[K x N], N a multiple of 16 (gemm_tiles_avx512.h).
 void gemm(int M, int N, int K, const float* A, int64_t lda, const float* B, int64_t ldb, float* Cm, int64_t ldc,
           bool load_c, float cscale) {
-  Gemm g;
-  g.M = M, g.N = N, g.k0 = K;
-  g.A = A, g.lda = lda, g.B = B, g.ldb = ldb, g.Cm = Cm, g.ldc = ldc;
-  g.load_c = load_c, g.cscale = cscale;
-  gemm(g);
+  gemm({.M = M, .N = N, .k0 = K, .A = A, .lda = lda, .B = B, .ldb = ldb, .Cm = Cm, .ldc = ldc, .load_c = load_c,
+        .cscale = cscale});
 }
 
 struct ChunkWs {
@@ -259,53 +209,6 @@ void chunk_head(const SsmScanInput& in, int h, int64_t t0, int n, int Lp, const 
 }
 
 }  // namespace
-
-void ssm_conv(const float* x, int64_t ldx, int64_t T, int64_t channels, int K, const float* w, const float* bias,
-              bool silu, const float* state, float* y, int64_t ldy) {
-  const int S = K - 1;
-  constexpr int kMaxTaps = 8;
-  constexpr int kGroups = 16;  // token-outer over strips of 16 x 16 channels (see conv1d_silu)
-  if (K > kMaxTaps || K < 1) return;
-  const Deinterleave wsplit(K), ssplit(S > 0 ? S : 1);
-  __m512 wt[kGroups][kMaxTaps], prev[kGroups][kMaxTaps], bv[kGroups];
-  __mmask16 mask[kGroups];
-  for (int64_t s0 = 0; s0 < channels; s0 += 16 * kGroups) {
-    const int64_t strip = channels - s0 < 16 * kGroups ? channels - s0 : 16 * kGroups;
-    const int ng = static_cast<int>((strip + 15) / 16);
-    for (int g = 0; g < ng; ++g) {
-      const int64_t c0 = s0 + 16 * g;
-      const int nc = channels - c0 < 16 ? static_cast<int>(channels - c0) : 16;
-      mask[g] = first_lanes(nc);
-      __m512 v[kMaxTaps];
-      wsplit.load(w + c0 * K, nc, v);
-      for (int j = 0; j < K; ++j) wt[g][j] = wsplit.tap(v, j);
-      if (S > 0) {
-        ssplit.load(state + c0 * S, nc, v);
-        for (int j = 0; j < S; ++j) prev[g][j] = ssplit.tap(v, j);
-      }
-      bv[g] = bias ? _mm512_maskz_loadu_ps(mask[g], bias + c0) : _mm512_setzero_ps();
-    }
-    for (int64_t t = 0; t < T; ++t)
-      for (int g = 0; g < ng; ++g) {
-        const int64_t c0 = s0 + 16 * g;
-        const __mmask16 m = mask[g];
-        const __m512 cur = _mm512_maskz_loadu_ps(m, x + t * ldx + c0);
-        __m512 acc;
-        if (S == 0) {
-          acc = _mm512_mul_ps(cur, wt[g][0]);
-        } else {
-          acc = _mm512_mul_ps(prev[g][0], wt[g][0]);
-          for (int j = 1; j < S; ++j) acc = _mm512_fmadd_ps(prev[g][j], wt[g][j], acc);
-          acc = _mm512_fmadd_ps(cur, wt[g][S], acc);
-          for (int j = 0; j + 1 < S; ++j) prev[g][j] = prev[g][j + 1];
-          prev[g][S - 1] = cur;
-        }
-        if (bias) acc = _mm512_add_ps(acc, bv[g]);
-        if (silu) acc = silu_ps(acc);
-        _mm512_mask_storeu_ps(y + t * ldy + c0, m, acc);
-      }
-  }
-}
 
 void ssm_scan(const SsmScanInput& in, float* state, float* ws) {
   FlushDenormals ftz;

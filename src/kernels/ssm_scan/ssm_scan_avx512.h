@@ -1,6 +1,6 @@
-// AVX-512 bodies of the Mamba2 / LFM2 kernels (ssm_scan_avx512.cpp, compiled with the AVX-512 flags of
-// CMakeLists.txt; no library code there). Call only after the dispatch in ssm_conv.cpp /
-// ssm_scan.cpp has checked the tier and the shape requirements stated per function.
+// AVX-512 bodies of the Mamba2 scan (ssm_scan_avx512.cpp, compiled with the AVX-512 flags of
+// CMakeLists.txt; no library code there). Call only after the dispatch in ssm_scan.cpp has checked
+// the tier and the shape requirements stated per function.
 #pragma once
 
 #include <cstddef>
@@ -9,10 +9,6 @@
 #include "kernels/ssm_scan/ssm_scan.h"
 
 namespace tandem::kernels::avx512 {
-
-// ssm_conv for K <= 8.
-void ssm_conv(const float* x, int64_t ldx, int64_t T, int64_t channels, int K, const float* w, const float* bias,
-              bool silu, const float* state, float* y, int64_t ldy);
 
 // Per-token scan, ds a multiple of 16. ws: at least 2*T floats.
 void ssm_scan(const SsmScanInput& in, float* state, float* ws);

@@ -3,20 +3,20 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gguf/quants.h"
 #include "kernels/activation_quant/activation_quant.h"
+#include "kernels/activation_quant/packed_activations.h"
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/matmul/matmul_amx.h"
 #include "kernels/matmul/matmul_avx2.h"
 #include "kernels/matmul/matmul_avx512.h"
 #include "kernels/matmul/matmul_kquant_amx.h"
-#include "kernels/matmul/matmul_packed_avx2.h"
-#include "kernels/matmul/matmul_q4k_vnni.h"
+#include "kernels/matmul/matmul_kquant_vnni.h"
 #include "kernels/matmul/matmul_neon.h"
-#include "kernels/matmul/matmul_q6k_vnni.h"
-#include "kernels/activation_quant/packed_activations.h"
+#include "kernels/matmul/matmul_packed_avx2.h"
 #include "kernels/matmul/vec_dot.h"
 #include "kernels/matmul/weight_pack.h"
 #include "runtime/cpu_features.h"
@@ -24,8 +24,7 @@
 namespace tandem::kernels {
 namespace {
 
-constexpr int kCols = avx512::kMaxCols;
-static_assert(avx2::kMaxCols == kCols && neon::kMaxCols == kCols, "the row kernels of every tier share the column-group size");
+constexpr int kCols = kMaxRowCols;  // the column group of every tier's row kernels (row_kernels.h)
 
 template <typename F>
 void for_columns(int64_t T, ThreadPool* pool, F&& fn) {
@@ -263,84 +262,75 @@ Prepared prepare(GgmlType type, WeightLayout stored, int64_t n, const float* X, 
   return p;
 }
 
-// The activation rows of columns [c0, c0 + nc), as the blocks of their ggml layout.
-template <typename A>
-const A* const* column_rows(const Prepared& p, int64_t c0, int nc, const A** out) {
-  for (int c = 0; c < nc; ++c) out[c] = reinterpret_cast<const A*>(p.act + static_cast<size_t>(c0 + c) * p.act_row);
-  return out;
-}
-
-// One row kernel (AVX2 or Arm) over weight rows [0, nr) for columns [c0, c0 + nc): the columns'
-// activation rows, as blocks of A (the weight type's vec_dot layout), then the kernel.
-template <typename A>
-void rows_kernel(void (*kernel)(const uint8_t*, size_t, int64_t, int64_t, int64_t, const A* const*, int, float*, int64_t),
-               const Prepared& p, const WeightMatrix& W, const uint8_t* w, int64_t nr, int64_t c0, int nc, float* y,
-               int64_t ldy) {
-  const A* a[kCols];
-  kernel(w, W.row_stride, p.n, 0, nr, column_rows(p, c0, nc, a), nc, y, ldy);
-}
-
-#ifdef TANDEM_ARCH_X86
-
-// Weight rows [0, nr) from w (row 0 of the task) for columns [c0, c0 + nc), nc <= 8, on AVX2.
-void run_rows_avx2(const Prepared& p, const WeightMatrix& W, const uint8_t* w, int64_t nr, int64_t c0, int nc,
-                   float* y, int64_t ldy) {
-  switch (W.type) {
-    case GgmlType::Q4_0: return rows_kernel(avx2::rows_q4_0, p, W, w, nr, c0, nc, y, ldy);
-    case GgmlType::Q8_0: return rows_kernel(avx2::rows_q8_0, p, W, w, nr, c0, nc, y, ldy);
-    case GgmlType::Q5_0: return rows_kernel(avx2::rows_q5_0, p, W, w, nr, c0, nc, y, ldy);
-    case GgmlType::Q4_1: return rows_kernel(avx2::rows_q4_1, p, W, w, nr, c0, nc, y, ldy);
-    case GgmlType::Q5_1: return rows_kernel(avx2::rows_q5_1, p, W, w, nr, c0, nc, y, ldy);
-    case GgmlType::Q4_K: return rows_kernel(avx2::rows_q4_K, p, W, w, nr, c0, nc, y, ldy);
-    case GgmlType::Q5_K: return rows_kernel(avx2::rows_q5_K, p, W, w, nr, c0, nc, y, ldy);
-    case GgmlType::Q6_K: return rows_kernel(avx2::rows_q6_K, p, W, w, nr, c0, nc, y, ldy);
-    case GgmlType::F32: return rows_kernel(avx2::rows_f32, p, W, w, nr, c0, nc, y, ldy);
-    default: return rows_kernel(avx2::rows_f16, p, W, w, nr, c0, nc, y, ldy);  // F16
+// The activation columns [c0, c0 + nc) as a row kernel takes them: the views prepare() made (the
+// AVX-512 path's packed pairs and rows, the Dequant path's float rows), else pointers to the
+// ggml-layout rows in p.act (the AVX2 and Arm paths), written to buf.
+template <typename Column>
+const Column* row_columns(const Prepared& p, int64_t c0, int nc, Column* buf) {
+  if (p.views) return static_cast<const Column*>(p.views) + c0;
+  if constexpr (std::is_pointer_v<Column>) {
+    for (int c = 0; c < nc; ++c) buf[c] = reinterpret_cast<Column>(p.act + static_cast<size_t>(c0 + c) * p.act_row);
+    return buf;
+  } else {
+    throw std::logic_error("matmul: packed activation columns were not prepared");
   }
 }
-#endif
 
-#ifdef TANDEM_ARCH_ARM64
-// Weight rows [0, nr) from w for columns [c0, c0 + nc), nc <= 8, on an Arm tier's row kernels.
-void run_rows_arm(const Prepared& p, const WeightMatrix& W, const uint8_t* w, int64_t nr, int64_t c0, int nc,
-                  float* y, int64_t ldy) {
-  switch (W.type) {
-    case GgmlType::F32: return rows_kernel(neon::rows_f32, p, W, w, nr, c0, nc, y, ldy);
-    case GgmlType::F16: return rows_kernel(neon::rows_f16, p, W, w, nr, c0, nc, y, ldy);
-    case GgmlType::Q4_K:
-      return rows_kernel(p.path == Path::Neon ? neon::rows_q4_K : dotprod::rows_q4_K, p, W, w, nr, c0, nc, y, ldy);
-    case GgmlType::Q5_K:
-      return rows_kernel(p.path == Path::Neon ? neon::rows_q5_K : dotprod::rows_q5_K, p, W, w, nr, c0, nc, y, ldy);
-    case GgmlType::Q6_K:
-      return rows_kernel(p.path == Path::Neon ? neon::rows_q6_K : dotprod::rows_q6_K, p, W, w, nr, c0, nc, y, ldy);
-    default: break;
-  }
-  const bool q4 = W.type == GgmlType::Q4_0;
-  auto* kernel = p.path == Path::I8mm      ? (q4 ? i8mm::rows_q4_0 : i8mm::rows_q8_0)
-                 : p.path == Path::Dotprod ? (q4 ? dotprod::rows_q4_0 : dotprod::rows_q8_0)
-                                           : (q4 ? neon::rows_q4_0 : neon::rows_q8_0);
-  rows_kernel(kernel, p, W, w, nr, c0, nc, y, ldy);
+// One row kernel over weight rows [0, nr) (w: row 0, stride bytes apart) for columns [c0, c0 + nc).
+template <typename Column>
+void run_row_kernel(RowKernelFn<Column> kernel, const Prepared& p, const uint8_t* w, size_t stride, int64_t nr,
+                    int64_t c0, int nc, float* y, int64_t ldy) {
+  if (!kernel) throw std::logic_error(std::string("matmul: no row kernel on path ") + matmul_path_name(p.path));
+  Column buf[kCols];
+  kernel(w, stride, p.n, 0, nr, row_columns(p, c0, nc, buf), nc, y, ldy);
 }
-#endif
 
-// F32 rows w[0, nr) (stride bytes apart) times the T float columns of p, on the tier's F32 kernel.
-void run_rows_f32(const Prepared& p, Path tier, const uint8_t* w, size_t stride, int64_t nr, float* y, int64_t ldy) {
-  const auto* const* a = static_cast<const float* const*>(p.views);
+// Weight rows [0, nr) of `type` for all T columns of p, in column groups, on one ISA's row kernels.
+template <typename Q8_0Column>
+void run_row_kernels(const RowKernels<Q8_0Column>& k, GgmlType type, const Prepared& p, const uint8_t* w,
+                     size_t stride, int64_t nr, float* y, int64_t ldy) {
   for (int64_t c0 = 0; c0 < p.T; c0 += kCols) {
     const int nc = static_cast<int>(std::min<int64_t>(kCols, p.T - c0));
     float* yc = y + c0 * ldy;
+    switch (type) {
+      case GgmlType::Q4_0: run_row_kernel(k.q4_0, p, w, stride, nr, c0, nc, yc, ldy); break;
+      case GgmlType::Q8_0: run_row_kernel(k.q8_0, p, w, stride, nr, c0, nc, yc, ldy); break;
+      case GgmlType::Q5_0: run_row_kernel(k.q5_0, p, w, stride, nr, c0, nc, yc, ldy); break;
+      case GgmlType::Q4_1: run_row_kernel(k.q4_1, p, w, stride, nr, c0, nc, yc, ldy); break;
+      case GgmlType::Q5_1: run_row_kernel(k.q5_1, p, w, stride, nr, c0, nc, yc, ldy); break;
+      case GgmlType::Q4_K: run_row_kernel(k.q4_K, p, w, stride, nr, c0, nc, yc, ldy); break;
+      case GgmlType::Q5_K: run_row_kernel(k.q5_K, p, w, stride, nr, c0, nc, yc, ldy); break;
+      case GgmlType::Q6_K: run_row_kernel(k.q6_K, p, w, stride, nr, c0, nc, yc, ldy); break;
+      case GgmlType::F32: run_row_kernel(k.f32, p, w, stride, nr, c0, nc, yc, ldy); break;
+      case GgmlType::F16: run_row_kernel(k.f16, p, w, stride, nr, c0, nc, yc, ldy); break;
+      default: throw std::logic_error(std::string("matmul: no row kernel for ") + traits(type).name);
+    }
+  }
+}
+
+#ifdef TANDEM_ARCH_ARM64
+// The Arm tiers' row kernels on `path`: each tier's own where it has one, else the tier below's
+// (i8mm adds Q4_0 / Q8_0 on SMMLA, dotprod the integer types on SDOT, neon has every type).
+const RowKernels<const BlockQ8_0*>& arm_row_kernels(Path path) {
+  static const RowKernels<const BlockQ8_0*> dotprod_tier = dotprod::kRowKernels.or_else(neon::kRowKernels);
+  static const RowKernels<const BlockQ8_0*> i8mm_tier = i8mm::kRowKernels.or_else(dotprod_tier);
+  return path == Path::I8mm ? i8mm_tier : path == Path::Dotprod ? dotprod_tier : neon::kRowKernels;
+}
+#endif
+
+// F32 rows w[0, nr) (stride bytes apart) times the T float columns of p, on the F32 kernel of the
+// tier's path (the scalar reference where it has none).
+void run_rows_f32(const Prepared& p, Path tier, const uint8_t* w, size_t stride, int64_t nr, float* y, int64_t ldy) {
 #ifdef TANDEM_ARCH_X86
-    if (tier == Path::Avx512) avx512::rows_f32(w, stride, p.n, 0, nr, a + c0, nc, yc, ldy);
-    else if (tier == Path::Avx2) avx2::rows_f32(w, stride, p.n, 0, nr, a + c0, nc, yc, ldy);
-    else
+  if (tier == Path::Avx512) return run_row_kernels(avx512::kRowKernels, GgmlType::F32, p, w, stride, nr, y, ldy);
+  if (tier == Path::Avx2) return run_row_kernels(avx2::kRowKernels, GgmlType::F32, p, w, stride, nr, y, ldy);
 #endif
 #ifdef TANDEM_ARCH_ARM64
-    if (tier == Path::Neon) neon::rows_f32(w, stride, p.n, 0, nr, a + c0, nc, yc, ldy);
-    else
+  if (tier == Path::Neon) return run_row_kernels(neon::kRowKernels, GgmlType::F32, p, w, stride, nr, y, ldy);
 #endif
-      for (int64_t o = 0; o < nr; ++o)
-        for (int c = 0; c < nc; ++c) yc[c * ldy + o] = vec_dot_ref(GgmlType::F32, p.n, w + o * stride, a[c0 + c]);
-  }
+  const auto* const* a = static_cast<const float* const*>(p.views);
+  for (int64_t o = 0; o < nr; ++o)
+    for (int64_t t = 0; t < p.T; ++t) y[t * ldy + o] = vec_dot_ref(GgmlType::F32, p.n, w + o * stride, a[t]);
 }
 
 // Rows [r0, r1) of W for all T columns: y[t*ldy + (r - r0)].
@@ -368,11 +358,8 @@ void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, 
     return;
   }
 #ifdef TANDEM_ARCH_ARM64
-  if (p.path == Path::Neon || p.path == Path::Dotprod || p.path == Path::I8mm) {
-    for (int64_t c0 = 0; c0 < T; c0 += kCols)
-      run_rows_arm(p, W, w, nr, c0, static_cast<int>(std::min<int64_t>(kCols, T - c0)), y + c0 * ldy, ldy);
-    return;
-  }
+  if (p.path == Path::Neon || p.path == Path::Dotprod || p.path == Path::I8mm)
+    return run_row_kernels(arm_row_kernels(p.path), W.type, p, w, W.row_stride, nr, y, ldy);
   throw std::logic_error(std::string("matmul: path ") + matmul_path_name(p.path) + " is not built for this CPU");
 #else
   if (p.path == Path::PackedVnni) {
@@ -412,38 +399,8 @@ void run_rows(const Prepared& p, const WeightMatrix& W, int64_t r0, int64_t r1, 
     gemm(w, W.row_stride, n, W.rows - r0, 0, nr, p.act, T, y, ldy, panel);
     return;
   }
-  if (p.path == Path::Avx2) {
-    for (int64_t c0 = 0; c0 < T; c0 += kCols)
-      run_rows_avx2(p, W, w, nr, c0, static_cast<int>(std::min<int64_t>(kCols, T - c0)), y + c0 * ldy, ldy);
-    return;
-  }
-  for (int64_t c0 = 0; c0 < T; c0 += kCols) {
-    const int nc = static_cast<int>(std::min<int64_t>(kCols, T - c0));
-    float* yc = y + c0 * ldy;
-    switch (W.type) {
-      case GgmlType::Q4_0:
-        avx512::rows_q4_0(w, W.row_stride, n, 0, nr, static_cast<const Q8PairsView*>(p.views) + c0, nc, yc, ldy);
-        break;
-      case GgmlType::Q8_0:
-        avx512::rows_q8_0(w, W.row_stride, n, 0, nr, static_cast<const Q8PairsView*>(p.views) + c0, nc, yc, ldy);
-        break;
-      case GgmlType::Q4_K:
-        avx512::rows_q4_K(w, W.row_stride, n, 0, nr, static_cast<const BlockQ8_K* const*>(p.views) + c0, nc, yc, ldy);
-        break;
-      case GgmlType::Q5_K:
-        avx512::rows_q5_K(w, W.row_stride, n, 0, nr, static_cast<const BlockQ8_K* const*>(p.views) + c0, nc, yc, ldy);
-        break;
-      case GgmlType::Q6_K:
-        avx512::rows_q6_K(w, W.row_stride, n, 0, nr, static_cast<const BlockQ8_K* const*>(p.views) + c0, nc, yc, ldy);
-        break;
-      case GgmlType::F32:
-        avx512::rows_f32(w, W.row_stride, n, 0, nr, static_cast<const float* const*>(p.views) + c0, nc, yc, ldy);
-        break;
-      default:
-        avx512::rows_f16(w, W.row_stride, n, 0, nr, static_cast<const uint16_t* const*>(p.views) + c0, nc, yc, ldy);
-        break;
-    }
-  }
+  if (p.path == Path::Avx2) return run_row_kernels(avx2::kRowKernels, W.type, p, w, W.row_stride, nr, y, ldy);
+  run_row_kernels(avx512::kRowKernels, W.type, p, w, W.row_stride, nr, y, ldy);
 #endif
 }
 

@@ -8,6 +8,14 @@
 #include "kernels/matmul/matmul_neon.h"
 
 namespace tandem::kernels::dotprod {
-constexpr int kMaxCols = neon::kMaxCols;
+
+constexpr int kMaxCols = kMaxRowCols;
 #include "kernels/matmul/matmul_neon_body.h"
+
+const RowKernels<const BlockQ8_0*> kRowKernels = {.q4_0 = detail::rows_q<BlockQ4_0>,
+                                                  .q8_0 = detail::rows_q<BlockQ8_0>,
+                                                  .q4_K = detail::rows_k4<BlockQ4_K>,
+                                                  .q5_K = detail::rows_k4<BlockQ5_K>,
+                                                  .q6_K = detail::rows_k6};
+
 }  // namespace tandem::kernels::dotprod

@@ -12,7 +12,7 @@
 namespace tandem::kernels::i8mm {
 namespace {
 
-constexpr int kMaxCols = neon::kMaxCols;
+constexpr int kMaxCols = kMaxRowCols;
 
 #include "kernels/matmul/matmul_neon_blocks.h"
 
@@ -75,13 +75,6 @@ void rows_q(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, 
 
 }  // namespace
 
-void rows_q4_0(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_0* const* a, int nc,
-               float* y, int64_t ldy) {
-  rows_q<BlockQ4_0>(w, stride, n, r0, r1, a, nc, y, ldy);
-}
-void rows_q8_0(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_0* const* a, int nc,
-               float* y, int64_t ldy) {
-  rows_q<BlockQ8_0>(w, stride, n, r0, r1, a, nc, y, ldy);
-}
+const RowKernels<const BlockQ8_0*> kRowKernels = {.q4_0 = rows_q<BlockQ4_0>, .q8_0 = rows_q<BlockQ8_0>};
 
 }  // namespace tandem::kernels::i8mm

@@ -2,7 +2,7 @@
 // tokens and more, matmul.cpp) of a Q4_K_M, Q5_K_M or Q6_K file. (Q6_K: see the Q6_K section of
 // the .cpp — signed scales as three balanced base-8 digits, three weight tiles per chunk.)
 //
-// Why: on the vector units (matmul_q4k_vnni.h) every token pays one VPDPBUSD per 16 rows × 4
+// Why: on the vector units (matmul_kquant_vnni.h) every token pays one VPDPBUSD per 16 rows × 4
 // codes plus a 32-bit multiply per sub-block; a prompt is then arithmetic-bound well below the
 // Q4_0 file's rate (whose blocks run on the tiles). A K-quant's sub-blocks each carry a 6-bit
 // scale, so a tile product per 32-element sub-block would leave its scaling (a VPMULLD per

@@ -10,6 +10,7 @@
 
 namespace tandem::kernels::neon {
 
+constexpr int kMaxCols = kMaxRowCols;
 #include "kernels/matmul/matmul_neon_body.h"
 using detail::half_to_float;
 
@@ -50,13 +51,9 @@ void rows_float(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t 
 
 }  // namespace
 
-void rows_f32(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const float* const* a, int nc,
-              float* y, int64_t ldy) {
-  rows_float(w, stride, n, r0, r1, a, nc, y, ldy);
-}
-void rows_f16(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const uint16_t* const* a, int nc,
-              float* y, int64_t ldy) {
-  rows_float(w, stride, n, r0, r1, a, nc, y, ldy);
-}
+const RowKernels<const BlockQ8_0*> kRowKernels = {
+    .q4_0 = detail::rows_q<BlockQ4_0>, .q8_0 = detail::rows_q<BlockQ8_0>, .q4_K = detail::rows_k4<BlockQ4_K>,
+    .q5_K = detail::rows_k4<BlockQ5_K>, .q6_K = detail::rows_k6, .f32 = rows_float<float>,
+    .f16 = rows_float<uint16_t>};
 
 }  // namespace tandem::kernels::neon

@@ -154,24 +154,3 @@ inline void rows_k6(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int6
 }
 
 }  // namespace detail
-
-void rows_q4_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a, int nc,
-               float* y, int64_t ldy) {
-  detail::rows_k4<BlockQ4_K>(w, stride, n, r0, r1, a, nc, y, ldy);
-}
-void rows_q5_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a, int nc,
-               float* y, int64_t ldy) {
-  detail::rows_k4<BlockQ5_K>(w, stride, n, r0, r1, a, nc, y, ldy);
-}
-void rows_q6_K(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_K* const* a, int nc,
-               float* y, int64_t ldy) {
-  detail::rows_k6(w, stride, n, r0, r1, a, nc, y, ldy);
-}
-void rows_q4_0(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_0* const* a, int nc,
-               float* y, int64_t ldy) {
-  detail::rows_q<BlockQ4_0>(w, stride, n, r0, r1, a, nc, y, ldy);
-}
-void rows_q8_0(const uint8_t* w, size_t stride, int64_t n, int64_t r0, int64_t r1, const BlockQ8_0* const* a, int nc,
-               float* y, int64_t ldy) {
-  detail::rows_q<BlockQ8_0>(w, stride, n, r0, r1, a, nc, y, ldy);
-}

@@ -40,7 +40,7 @@ void gemm_packed_q4_0(const uint8_t* packed, size_t group_bytes, int64_t n, int6
 // Packed Q6_K (weight_pack.h) against T Q8_K rows (token t's at act + t · act_row), the same
 // way; the codes' offset (value = code − 32) comes from the rows' own bsums. The integer
 // super-block sums and the FMA per super-block are the AVX-512 packed Q6_K kernel's
-// (matmul_q6k_vnni.h): the same bits.
+// (matmul_kquant_vnni.h): the same bits.
 void gemm_packed_q6_K(const uint8_t* packed, size_t group_bytes, int64_t n, int64_t nr, const uint8_t* act,
                       size_t act_row, int64_t T, float* y, int64_t ldy);
 

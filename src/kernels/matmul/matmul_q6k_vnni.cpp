@@ -1,4 +1,4 @@
-#include "kernels/matmul/matmul_q6k_vnni.h"
+#include "kernels/matmul/matmul_kquant_vnni.h"
 
 #include <immintrin.h>
 

@@ -26,7 +26,7 @@
 // packed_group_bytes(type, n) bytes.
 //
 // Q6_K (not a tile type: its 16-element sub-blocks each carry an int8 scale) gets the same
-// 16-row interleave for the vector units (matmul_q6k_vnni.h): lane o of a 64-byte line is
+// 16-row interleave for the vector units (matmul_kquant_vnni.h): lane o of a 64-byte line is
 // row o, 4 consecutive codes, one VPDPBUSD operand, so a multi-token product needs no
 // horizontal sums and shares each unpacked line between its tokens. Per group, per
 // super-block s (nb = n / 256), at s × 3328 bytes:
@@ -41,7 +41,7 @@
 // past the matrix zero.
 //
 // Q4_K (eight 32-element sub-blocks per super-block, each with a 6-bit scale and min) gets the
-// same interleave (matmul_q4k_vnni.h). Per group, per super-block s, at s × 2368 bytes:
+// same interleave (matmul_kquant_vnni.h). Per group, per super-block s, at s × 2368 bytes:
 //  * 32 code lines: line 8c + i (chunk c = 0..3 of 64 elements, i = 0..7) holds at byte
 //    4·o + e the file's byte qs[32c + 4i + e] of row o: its low nibble is element
 //    64c + 4i + e (sub-block 2c), its high nibble element 64c + 32 + 4i + e (sub-block 2c + 1);

@@ -4,11 +4,15 @@
 #include <stdexcept>
 
 #include "kernels/matmul/matmul.h"
+#include "kernels/matmul/weight_pack.h"
 #include "model/model_fingerprint.h"
 
 namespace tandem {
 
+HybridModel::HybridModel() : packed_(std::make_unique<kernels::PackedWeights>()) {}
 HybridModel::~HybridModel() = default;
+
+size_t HybridModel::packed_weight_bytes() const { return packed_->bytes(); }
 
 void HybridModel::forward_image(SequenceState&, const EmbeddingRows&, const ForwardOptions&, ForwardOutput&) {
   throw std::logic_error("a " + architecture() + " model takes no image rows (only qwen35 files have an image path)");
@@ -52,7 +56,7 @@ void HybridModel::check_text_batch(const SequenceState& st, std::span<const int3
 void HybridModel::pack_matrix(kernels::WeightMatrix& W, CpuTier tier, bool keep_rows) {
   // After packing, the ggml rows of a matrix are only read by ActivationMode::Exact: their pages
   // leave the resident set (the file stays the backing store), so the model is not held twice.
-  if (W.data && kernels::plan_matrix(W.type, tier).layout == kernels::WeightLayout::Packed && packed_.pack(W) &&
+  if (W.data && kernels::plan_matrix(W.type, tier).layout == kernels::WeightLayout::Packed && packed_->pack(W) &&
       !keep_rows)
     file_->release_pages(W.data, W.row_stride * static_cast<size_t>(W.rows));
 }
@@ -61,7 +65,7 @@ void HybridModel::unload_weights() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!file_) return;
   drop_weights();
-  packed_ = kernels::PackedWeights{};
+  packed_ = std::make_unique<kernels::PackedWeights>();
   file_.reset();
 }
 

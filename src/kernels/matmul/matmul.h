@@ -40,6 +40,7 @@
 #include <span>
 
 #include "gguf/ggml_type.h"
+#include "runtime/activation_mode.h"
 #include "runtime/cpu_tier.h"
 #include "runtime/scratch.h"
 #include "runtime/thread_pool.h"
@@ -68,13 +69,9 @@ struct WeightMatrix {
   WeightLayout layout() const { return packed ? WeightLayout::Packed : WeightLayout::Rows; }
 };
 
-// How activations meet a non-F32 weight.
-//  Converted: each activation row is converted to the weight's vec_dot_type first (F16,
-//    Q8_0 or Q8_K), as ggml-cpu does; the integer kernels need it and llama.cpp's logits
-//    carry its rounding (the golden README's "ref B").
-//  Exact: the weight rows are dequantized to float and the float activations are used as
-//    they are (the README's "ref A": what quantized weights alone do to the numbers).
-enum class ActivationMode { Converted, Exact };
+// How activations meet a non-F32 weight (runtime/activation_mode.h), named here too:
+// kernels::ActivationMode.
+using ::tandem::ActivationMode;
 
 // The kernels a product runs on (see the list at the top).
 //  Scalar: the scalar reference (vec_dot_ref) on the ggml rows.

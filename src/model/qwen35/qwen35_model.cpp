@@ -148,11 +148,11 @@ void Qwen35Model::drop_weights() {
 
 CpuTier Qwen35Model::cpu_tier() const { return ws_->kc.tier; }
 void Qwen35Model::set_packed_few_tokens_on_vector_units(bool on) { ws_->kc.packed_few_tokens_on_vector_units = on; }
-void Qwen35Model::set_activation_mode(kernels::ActivationMode mode) {
+void Qwen35Model::set_activation_mode(ActivationMode mode) {
   std::lock_guard<std::mutex> lock(mu_);
   ws_->kc.activations = mode;
 }
-kernels::ActivationMode Qwen35Model::activation_mode() const { return ws_->kc.activations; }
+ActivationMode Qwen35Model::activation_mode() const { return ws_->kc.activations; }
 
 void Qwen35Model::pack_for_matrix_path() {
   const CpuTier tier = ws_->kc.tier;

@@ -53,6 +53,18 @@ void HybridModel::check_text_batch(const SequenceState& st, std::span<const int3
                                   std::to_string(shape_.n_vocab) + ")");
 }
 
+int64_t HybridModel::logit_rows(LogitsMode mode, int64_t pos0, int64_t T, ForwardOutput& out) const {
+  out.logit_positions.clear();
+  if (mode == LogitsMode::None) {
+    out.logits.clear();
+    return -1;
+  }
+  const int64_t first = mode == LogitsMode::All ? 0 : T - 1;
+  for (int64_t t = first; t < T; ++t) out.logit_positions.push_back(pos0 + t);
+  out.logits.resize(static_cast<size_t>((T - first) * shape_.n_vocab));
+  return first;
+}
+
 void HybridModel::pack_matrix(kernels::WeightMatrix& W, CpuTier tier, bool keep_rows) {
   // After packing, the ggml rows of a matrix are only read by ActivationMode::Exact: their pages
   // leave the resident set (the file stays the backing store), so the model is not held twice.

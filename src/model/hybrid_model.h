@@ -123,6 +123,10 @@ class HybridModel {
   // the vocabulary; throws what is wrong, naming the index and the bounds (the same for every
   // architecture, so a client gets the same error whatever model it runs).
   void check_text_batch(const SequenceState& st, std::span<const int32_t> tokens) const;
+  // The logits a pass of T tokens at pos0 hands back (mode: ForwardOptions::logits): sizes
+  // out.logits and sets out.logit_positions for them, and returns the first of the T rows they are
+  // of (the rest follow it), or -1 for none (out.logits cleared).
+  int64_t logit_rows(LogitsMode mode, int64_t pos0, int64_t T, ForwardOutput& out) const;
   // Packs W when the tier's plan for its type says so; the ggml rows' pages are given back to
   // the file unless keep_rows (a tied head whose rows are also the embedding table).
   void pack_matrix(kernels::WeightMatrix& W, CpuTier tier, bool keep_rows);

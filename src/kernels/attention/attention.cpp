@@ -19,7 +19,7 @@ void attention_causal(CpuTier tier, const AttentionInput& in, ScratchBuffer& scr
       for (int h0 = g * group; h0 < (g + 1) * group; h0 += AttentionRows::kMax) {
         AttentionRows rows;
         for (int h = h0; h < std::min((g + 1) * group, h0 + AttentionRows::kMax); ++h) {
-          rows.q[rows.n] = in.q + t * in.ldq + h * hd;
+          rows.q[rows.n] = in.q + t * in.ldq + h * (in.q_head_stride ? in.q_head_stride : hd);
           rows.out[rows.n] = in.out + t * in.ldo + h * hd;
           rows.n_kv[rows.n] = in.pos0 + t + 1;
           ++rows.n;
@@ -27,6 +27,34 @@ void attention_causal(CpuTier tier, const AttentionInput& in, ScratchBuffer& scr
         attention_rows(tier, rows, in.head_dim, in.scale, in.k_cache + g * hd, in.v_cache + g * hd, in.kv_stride,
                        scratch);
       }
+}
+
+void attention_causal_tasks(CpuTier tier, const AttentionInput& in, ThreadPool& pool, ScratchBuffer* per_thread,
+                            const std::function<void(const AttentionRows&)>& after) {
+  const int nh = in.n_head, nkv = in.n_head_kv, hd = in.head_dim;
+  const int64_t qhs = in.q_head_stride ? in.q_head_stride : hd;
+  const int group = nh / nkv;
+  const int hc = std::min(group, AttentionRows::kMax);      // heads per task
+  const int64_t tb = std::max(1, AttentionRows::kMax / hc);  // tokens per task
+  const int head_chunks = (group + hc - 1) / hc;
+  const int64_t token_blocks = (in.T + tb - 1) / tb;
+  pool.parallel_for(token_blocks * nkv * head_chunks, [&](int64_t task, int thread) {
+    const int64_t t0 = (task / (nkv * head_chunks)) * tb;
+    const int g = static_cast<int>(task / head_chunks % nkv);
+    const int h0 = g * group + static_cast<int>(task % head_chunks) * hc;
+    const int h1 = std::min(h0 + hc, (g + 1) * group);
+    AttentionRows rows;
+    for (int64_t t = t0; t < std::min(in.T, t0 + tb); ++t)
+      for (int h = h0; h < h1; ++h) {
+        rows.q[rows.n] = in.q + t * in.ldq + h * qhs;
+        rows.out[rows.n] = in.out + t * in.ldo + static_cast<int64_t>(h) * hd;
+        rows.n_kv[rows.n] = in.pos0 + t + 1;
+        ++rows.n;
+      }
+    attention_rows(tier, rows, hd, in.scale, in.k_cache + static_cast<int64_t>(g) * hd,
+                   in.v_cache + static_cast<int64_t>(g) * hd, in.kv_stride, per_thread[thread]);
+    if (after) after(rows);
+  });
 }
 
 void attention_rows(CpuTier tier, const AttentionRows& rows, int head_dim, float scale, const float* k_cache,
@@ -83,7 +111,7 @@ void attention_causal_ref(const AttentionInput& in, ScratchBuffer& scratch) {
     const int64_t n_kv = in.pos0 + t + 1;
     for (int h = 0; h < in.n_head; ++h) {
       const int kvh = h / group;
-      const float* q = in.q + t * in.ldq + static_cast<int64_t>(h) * hd;
+      const float* q = in.q + t * in.ldq + static_cast<int64_t>(h) * (in.q_head_stride ? in.q_head_stride : hd);
       float mx = -INFINITY;
       for (int64_t p = 0; p < n_kv; ++p) {
         const float* k = in.k_cache + p * in.kv_stride + static_cast<int64_t>(kvh) * hd;

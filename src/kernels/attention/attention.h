@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "runtime/cpu_tier.h"
 #include "runtime/scratch.h"
+#include "runtime/thread_pool.h"
 
 namespace tandem::kernels {
 
@@ -23,6 +25,7 @@ struct AttentionInput {
   int64_t kv_stride = 0;  // floats per cache row
   float* out = nullptr;   // T rows (stride ldo) of n_head heads
   int64_t ldo = 0;
+  int64_t q_head_stride = 0;  // floats from one query head to the next in a row (0: head_dim)
 };
 
 // Query rows that share one KV head: the heads of a GQA group, for a few consecutive tokens.
@@ -44,6 +47,12 @@ void attention_rows_ref(const AttentionRows& rows, int head_dim, float scale, co
 
 // A whole batch (every token and head) as attention_rows groups; the tier decides inside.
 void attention_causal(CpuTier tier, const AttentionInput& in, ScratchBuffer& scratch);
+// The same batch as tasks of the pool: one task per KV head and a few consecutive tokens, its
+// query rows (the group's heads for those tokens) sharing every K/V row read. per_thread: one
+// scratch buffer per pool thread. after(rows), when given, runs in the task on its rows once
+// they hold their outputs (qwen35's output gate).
+void attention_causal_tasks(CpuTier tier, const AttentionInput& in, ThreadPool& pool, ScratchBuffer* per_thread,
+                            const std::function<void(const AttentionRows&)>& after = nullptr);
 // The plain scalar version every tier is tested against.
 void attention_causal_ref(const AttentionInput& in, ScratchBuffer& scratch);
 

@@ -26,17 +26,6 @@ void LayeredHParams::read_layers(const GgufFile& f, const KeyReader& k) {
 
 ModelShape LayeredHParams::layered_shape(const std::string& architecture, int64_t conv_floats, int64_t ssm_floats,
                                          double recurrent_linear) const {
-  ModelShape m;
-  m.architecture = architecture;
-  m.n_vocab = n_vocab;
-  m.n_embd = n_embd;
-  m.context_length = context_length;
-  m.n_layer = n_layer;
-  m.sequence.n_recurrent = n_recurrent_layers();
-  m.sequence.conv_floats = conv_floats;
-  m.sequence.ssm_floats = ssm_floats;
-  m.sequence.n_attention = n_attention_layers();
-  m.sequence.kv_dim = kv_dim();
   const double E = static_cast<double>(n_embd);
   double linear = 0;
   for (int il = 0; il < n_layer; ++il) {
@@ -46,9 +35,19 @@ ModelShape LayeredHParams::layered_shape(const std::string& architecture, int64_
     else
       linear += 2 * E * static_cast<double>(n_head) * head_dim + 2 * E * static_cast<double>(kv_dim());
   }
-  m.flops_per_token = 2 * linear;
-  m.flops_per_token_pair = 4.0 * n_attention_layers() * n_head * head_dim;  // QKᵀ and AV
-  return m;
+  return ModelShape{.architecture = architecture,
+                    .n_vocab = n_vocab,
+                    .n_embd = n_embd,
+                    .context_length = context_length,
+                    .n_layer = n_layer,
+                    .sequence = {.n_recurrent = n_recurrent_layers(),
+                                 .conv_floats = conv_floats,
+                                 .ssm_floats = ssm_floats,
+                                 .n_attention = n_attention_layers(),
+                                 .kv_dim = kv_dim()},
+                    .flops_per_token = 2 * linear,
+                    .flops_per_token_pair = 4.0 * n_attention_layers() * n_head * head_dim,  // QKᵀ and AV
+                    .summary = {}};  // the architecture's own line
 }
 
 }  // namespace tandem

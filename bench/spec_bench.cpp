@@ -41,6 +41,7 @@
 #include "model/qwen35/qwen35_model.h"
 #include "runtime/cpu_features.h"
 #include "serve/model_backend.h"
+#include "serve/mtp_drafter.h"
 #include "serve/speculator.h"
 
 namespace {

@@ -26,6 +26,7 @@
 #include "model/test_models.h"
 #include "serve/dry_run.h"
 #include "serve/model_backend.h"
+#include "serve/mtp_drafter.h"
 #include "serve/policy_factory.h"
 #include "serve/slot.h"
 #include "text/sampler.h"

@@ -37,6 +37,7 @@ FOREIGN_FLAGS = {
     "--add-architecture": "dpkg", "--print-foreign-architectures": "dpkg", "--tool": "valgrind",
     "--help": "(every program)", "--version": "(every program)", "--cpu": "qemu",
     "--headless": "chromium", "--no-sandbox": "chromium",
+    "--unix-socket": "curl", "--data-binary": "curl", "--header": "curl", "--max-time": "curl", "--no-buffer": "curl",
 }
 
 

@@ -203,9 +203,7 @@ def main(argv=None):
 
     opt = optimizer(model, args)
     batcher = data.Batcher(train, args.batch, args.seed)
-    eval_every = args.eval_every or max(1, (args.steps or 10 ** 9) // args.evals)
     eval_set = val[:args.eval_samples] if args.eval_samples else val
-    eval_seconds = 60.0 * args.minutes / args.evals if args.minutes and not args.steps and not args.eval_every else 0
     train_tsv, val_tsv = os.path.join(args.out, "train.tsv"), os.path.join(args.out, "val.tsv")
     ft, fv = open(train_tsv, "w"), open(val_tsv, "w")
     ft.write("step\tsamples\tseconds\tlr\tmain\tmtp\tmain_mean\tmtp_mean\ttokens_per_s\n")
@@ -214,7 +212,7 @@ def main(argv=None):
     t0 = time.time()
     train_seconds = 0.0   # the loop without the evaluations
     step, samples, mean_main, mean_mtp, first = 0, 0, None, None, None
-    last_eval_t = 0.0
+    next_eval = 1   # --evals passes: when the part of the run done (steps or time) passes k / evals
 
     def run_eval():
         te = time.time()
@@ -262,10 +260,18 @@ def main(argv=None):
         ft.flush()
         prog.update(step, "loss %.3f mtp %.3f  %.2f s/sample" % (mean_main, mean_mtp, train_seconds / samples),
                     fraction=done_fraction())
-        due = (step % eval_every == 0) if not eval_seconds else (train_seconds - last_eval_t >= eval_seconds)
+        if args.eval_every:
+            due = step % args.eval_every == 0
+        else:
+            # (the last pass is the whole validation split after the loop)
+            due = next_eval < args.evals and done_fraction() >= next_eval / args.evals
+            while done_fraction() >= next_eval / args.evals:
+                next_eval += 1
         if val and due:
-            last_eval_t = train_seconds
             r, _ = run_eval()
+            checkpoint.save(os.path.join(args.out, "model.pt"), model,   # kept at every pass: a run cut short has it
+                            {"name": args.name, "args": vars(args),
+                             "summary": {"shape_name": args.shape, "steps": step, "samples": samples, "seed": args.seed}})
             prog.update(step, "validation: loss %.3f exact %.1f%% mtp acc %.1f%% (%s)"
                         % (r["loss"], 100 * r["exact"], 100 * r["mtp_acc"],
                            " ".join("%s %.0f" % (k, 100 * v["exact"]) for k, v in r["exact_by_kind"].items())),

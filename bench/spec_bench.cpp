@@ -40,8 +40,8 @@
 #include "model/draft_vocab.h"
 #include "model/qwen35/qwen35_model.h"
 #include "runtime/cpu_features.h"
-#include "serve/model_backend.h"
-#include "serve/speculator.h"
+#include "serve/backend/model_backend.h"
+#include "serve/spec/speculator.h"
 
 namespace {
 

@@ -10,8 +10,8 @@
 #include "agent/action.h"
 #include "gguf/gguf_file.h"
 #include "http/image_request.h"
-#include "http/request_parse.h"
-#include "serve/request_image.h"
+#include "http/api/request_parse.h"
+#include "serve/request/request_image.h"
 #include "vision/image_decode.h"
 #include "vision/vision_hparams.h"
 
@@ -28,7 +28,7 @@ bool is_media_part(const ojson& part) {
          type == "image" || type == "video" || type == "input_audio";
 }
 
-// http/request_parse.cpp's inline_image_parts: each image part becomes the marker (its file
+// http/api/request_parse.cpp's inline_image_parts: each image part becomes the marker (its file
 // collected in order), text parts are joined with "\n", no newline around a marker; no images
 // in system messages.
 ojson inline_image_parts(const ojson& msgs, const std::string& marker, std::vector<std::vector<uint8_t>>& files) {
@@ -180,7 +180,7 @@ ojson request_body(const TraceRecord& rec, const std::string& trace_dir) {
 RequestTokens tokenize_request(const text::Tokenizer& tok, const text::ChatTemplate& tmpl, const ojson& body,
                                const ImageLayout& layout) {
   if (has_images(body)) {
-    // tandem-server's path for a chat body with image parts (http/request_parse.cpp parse_chat_request).
+    // tandem-server's path for a chat body with image parts (http/api/request_parse.cpp parse_chat_request).
     std::vector<std::vector<uint8_t>> files;
     ojson chat = ojson::object();
     chat["messages"] = inline_image_parts(body["messages"], layout.marker, files);

@@ -13,8 +13,8 @@
 
 #include "agent/prompt_builder.h"
 #include "agent/trace.h"
-#include "serve/prompt.h"
-#include "serve/recorded_request.h"
+#include "serve/slot/prompt.h"
+#include "serve/backend/recorded_request.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 #include "vision/image_preprocess.h"
@@ -23,7 +23,7 @@
 namespace tandem::agent {
 
 struct RequestTokens {
-  std::vector<int32_t> ids;          // an image's rows hold its placeholder (serve/prompt.h)
+  std::vector<int32_t> ids;          // an image's rows hold its placeholder (serve/slot/prompt.h)
   std::vector<int64_t> user_starts;  // first token of every user message (serve::Prompt)
   std::vector<serve::ImageChunk> images;  // the prompt's images, ascending
 };
@@ -49,7 +49,7 @@ ImageLayout image_layout_from_mmproj(const std::string& path);
 //
 // A message whose content holds image parts (user or tool: not system; {"type": "image_url", "image_url": {"url":
 // "data:image/...;base64,..."}}) is laid out exactly as tandem-server lays it out
-// (http/request_parse.cpp, http/image_request.cpp): its text parts joined with "\n", each image
+// (http/api/request_parse.cpp, http/image_request.cpp): its text parts joined with "\n", each image
 // the media marker; the rendered text tokenized around the markers as mtmd does; each image
 // decoded (vision::decode_image) and taking serve::image_chunk(pixels, layout.params(request
 // budget)) rows of its placeholder; user starts found in the tokens. Throws std::invalid_argument

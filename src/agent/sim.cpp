@@ -8,12 +8,12 @@
 #include <stdexcept>
 
 #include "http/server_options.h"
-#include "serve/dry_run.h"
-#include "serve/encoder_cache.h"
-#include "serve/flop_model.h"
-#include "serve/null_backend.h"
-#include "serve/prompt_cache.h"
-#include "serve/serving_settings.h"
+#include "serve/backend/dry_run.h"
+#include "serve/engine/encoder_cache.h"
+#include "serve/meter/flop_model.h"
+#include "serve/backend/null_backend.h"
+#include "serve/slot/prompt_cache.h"
+#include "serve/settings/serving_settings.h"
 
 namespace tandem::agent {
 
@@ -118,7 +118,7 @@ std::vector<serve::RequestStats> simulate(std::span<const serve::RecordedRequest
     slots.push_back(serve::make_dry_run_slot(serve::make_policy(pc), st.slot, serve::NullBackend::for_model(shape, st.n_ctx)));
     if (st.cache_ram_mib > 0) slots.back()->set_prompt_cache(&cache);
     // A speculating server: the same Speculator over the dry-run backend, driven by the logged
-    // per-step draft counts (serve/dry_run.h).
+    // per-step draft counts (serve/backend/dry_run.h).
     if (st.speculation.enabled) slots.back()->enable_speculation(st.speculation);
   }
   std::vector<serve::RequestStats> stats;
@@ -126,7 +126,7 @@ std::vector<serve::RequestStats> simulate(std::span<const serve::RecordedRequest
     stats = serve::replay(*slots[0], requests);
   } else {
     // Requests one at a time (as tandem-replay sends them), each to the slot the engine picks
-    // (serve/engine.cpp:Engine::pick_slot_locked): the longest common prefix with the slot's
+    // (serve/engine/engine.cpp:Engine::pick_slot_locked): the longest common prefix with the slot's
     // tokens; ties to the least recently finished, then the lowest id.
     std::vector<uint64_t> used(slots.size(), 0);
     uint64_t clock = 0;

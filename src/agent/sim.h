@@ -13,11 +13,11 @@
 #include <nlohmann/json.hpp>
 
 #include "model/model_shape.h"
-#include "serve/engine.h"
-#include "serve/policy_factory.h"
-#include "serve/recorded_request.h"
-#include "serve/request_stats.h"
-#include "serve/slot.h"
+#include "serve/engine/engine.h"
+#include "serve/policy/policy_factory.h"
+#include "serve/backend/recorded_request.h"
+#include "serve/meter/request_stats.h"
+#include "serve/slot/slot.h"
 
 namespace tandem::agent {
 

@@ -23,10 +23,10 @@
 #include "agent/screenshot.h"
 #include "agent/sim.h"
 #include "agent/sim_test_util.h"
-#include "http/http_test_util.h"
-#include "http/request_log.h"
-#include "http/server.h"
-#include "serve/engine.h"
+#include "http/routes/http_test_util.h"
+#include "http/api/request_log.h"
+#include "http/routes/server.h"
+#include "serve/engine/engine.h"
 #include "vision/image_decode.h"
 
 namespace tandem::agent {

@@ -15,10 +15,10 @@
 #include "agent/request_tokens.h"
 #include "agent/sim.h"
 #include "agent/sim_test_util.h"
-#include "http/http_test_util.h"
-#include "http/request_log.h"
-#include "http/server.h"
-#include "serve/engine.h"
+#include "http/routes/http_test_util.h"
+#include "http/api/request_log.h"
+#include "http/routes/server.h"
+#include "serve/engine/engine.h"
 #include "model/test_paths.h"
 
 namespace tandem::agent {

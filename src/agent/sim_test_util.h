@@ -13,10 +13,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "http/http_test_util.h"
-#include "http/request_log.h"
-#include "http/server.h"
-#include "serve/engine.h"
+#include "http/routes/http_test_util.h"
+#include "http/api/request_log.h"
+#include "http/routes/server.h"
+#include "serve/engine/engine.h"
 
 namespace tandem::agent::testing {
 

@@ -2,9 +2,9 @@
 
 #include <memory>
 
-#include "http/api_error.h"
+#include "http/api/api_error.h"
 #include "http/json_fields.h"
-#include "http/request_parse.h"
+#include "http/api/request_parse.h"
 #include "vision/multimodal_prompt.h"
 
 namespace tandem::http {

@@ -7,7 +7,7 @@
 //     with the marker /props reports as "media_marker".
 // Remote http(s) and file URLs are refused: the server fetches nothing. Every failure is a 400
 // naming the field. The files are decoded (vision/image_decode, bounded from the header) and laid
-// out as image chunks in the prompt (serve/request_image.h).
+// out as image chunks in the prompt (serve/request/request_image.h).
 #pragma once
 
 #include <cstdint>
@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "http/json_text.h"
-#include "serve/engine.h"
+#include "http/api/json_text.h"
+#include "serve/engine/engine.h"
 
 namespace tandem::http {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "http/api_error.h"
+#include "http/api/api_error.h"
 
 namespace tandem::http {
 

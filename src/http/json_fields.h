@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "http/json_text.h"
+#include "http/api/json_text.h"
 
 namespace tandem::http {
 

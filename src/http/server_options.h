@@ -1,7 +1,7 @@
 // tandem-server's command line -> ServerOptions (kept out of main so that tests parse flags too).
 // Two tables of the same row type (serve::SettingRow): the front end's own flags below (model,
 // listen address, threads, idle release, ...: none changes a count), and the serving settings of
-// serve/serving_settings.h (everything in EngineConfig). The parser and --help read both; the
+// serve/settings/serving_settings.h (everything in EngineConfig). The parser and --help read both; the
 // defaults are the member initializers (ServerOptions' and EngineConfig's), nowhere else.
 #pragma once
 
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "serve/engine.h"
-#include "serve/serving_settings.h"
+#include "serve/engine/engine.h"
+#include "serve/settings/serving_settings.h"
 
 namespace tandem::http {
 
@@ -28,7 +28,7 @@ struct ServerOptions {
   std::string cpu_path;               // --cpu-path scalar|avx2|avx512|amx
   bool json_compact = false;          // --json-whitespace compact (JSON Schema grammars allow no whitespace)
   std::vector<std::string> aliases;   // --alias NAME (accepted "model" values besides the file name)
-  // Clients (issue 51; http/transport.h, http/request_guard.h).
+  // Clients (issue 51; http/transport/transport.h, http/transport/request_guard.h).
   std::string unix_socket;            // --socket PATH (instead of --host/--port)
   std::vector<std::string> allow_hosts;  // --allow-host NAME (repeatable; "*": any Host and Origin)
   int max_connections = 512;          // --max-connections

@@ -6,9 +6,9 @@
 #include <memory>
 #include <vector>
 
-#include "serve/dry_run.h"
-#include "serve/null_backend.h"
-#include "serve/slot.h"
+#include "serve/backend/dry_run.h"
+#include "serve/backend/null_backend.h"
+#include "serve/slot/slot.h"
 
 namespace tandem::serve::testing {
 

@@ -1,4 +1,4 @@
-#include "http/api_error.h"
+#include "http/api/api_error.h"
 
 namespace tandem::http {
 

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "http/json_text.h"
+#include "http/api/json_text.h"
 
 namespace tandem::http {
 

@@ -1,8 +1,8 @@
-#include "http/chat_validation.h"
+#include "http/api/chat_validation.h"
 
 #include <algorithm>
 
-#include "http/api_error.h"
+#include "http/api/api_error.h"
 
 namespace tandem::http {
 

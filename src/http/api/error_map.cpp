@@ -1,10 +1,10 @@
-#include "http/error_map.h"
+#include "http/api/error_map.h"
 
 #include <httplib.h>
 
 #include <stdexcept>
 
-#include "serve/engine.h"
+#include "serve/engine/engine.h"
 
 namespace tandem::http {
 

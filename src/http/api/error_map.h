@@ -5,7 +5,7 @@
 
 #include <exception>
 
-#include "http/api_error.h"
+#include "http/api/api_error.h"
 
 namespace httplib {
 struct Response;

@@ -1,6 +1,6 @@
-#include "http/grammar_request.h"
+#include "http/api/grammar_request.h"
 
-#include "http/api_error.h"
+#include "http/api/api_error.h"
 #include "http/json_fields.h"
 
 namespace tandem::http {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "grammar/json_schema.h"
-#include "http/json_text.h"
+#include "http/api/json_text.h"
 
 namespace tandem::http {
 

@@ -1,4 +1,4 @@
-#include "http/logprobs_json.h"
+#include "http/api/logprobs_json.h"
 
 #include <string>
 

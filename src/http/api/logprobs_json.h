@@ -1,4 +1,4 @@
-// Log-probabilities in responses (serve/token_logprobs.h for what they are):
+// Log-probabilities in responses (serve/engine/token_logprobs.h for what they are):
 //   * chat (OpenAI): choices[0].logprobs = {"content": [{"token", "logprob", "bytes",
 //     "top_logprobs": [{"token", "logprob", "bytes"}]}]}, in whole answers and in each streamed chunk
 //     for the tokens it carries;
@@ -9,8 +9,8 @@
 
 #include <span>
 
-#include "http/json_text.h"
-#include "serve/token_logprobs.h"
+#include "http/api/json_text.h"
+#include "serve/engine/token_logprobs.h"
 #include "text/tokenizer.h"
 
 namespace tandem::http {

@@ -1,11 +1,11 @@
-#include "http/request_log.h"
+#include "http/api/request_log.h"
 
 #include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
 
-#include "http/response_json.h"
+#include "http/api/response_json.h"
 
 namespace tandem::http {
 

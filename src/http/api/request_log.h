@@ -8,8 +8,8 @@
 #include <mutex>
 #include <string>
 
-#include "http/json_text.h"
-#include "serve/engine.h"
+#include "http/api/json_text.h"
+#include "serve/engine/engine.h"
 
 namespace tandem::http {
 

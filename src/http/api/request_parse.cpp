@@ -1,10 +1,10 @@
-#include "http/request_parse.h"
+#include "http/api/request_parse.h"
 
 #include <limits>
 #include <random>
 
-#include "http/api_error.h"
-#include "http/chat_validation.h"
+#include "http/api/api_error.h"
+#include "http/api/chat_validation.h"
 #include "http/image_request.h"
 #include "http/json_fields.h"
 

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "grammar/json_schema.h"
-#include "http/grammar_request.h"
-#include "http/json_text.h"
-#include "serve/engine.h"
+#include "http/api/grammar_request.h"
+#include "http/api/json_text.h"
+#include "serve/engine/engine.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 
@@ -39,7 +39,7 @@ struct ParsedRequest {
   bool stream = false;
   bool include_usage = false;  // chat: stream_options.include_usage
   std::string model;           // as given (echoed back), or the first served name
-  GrammarRequest grammar;      // GBNF to compile (empty: unconstrained), http/grammar_request.h
+  GrammarRequest grammar;      // GBNF to compile (empty: unconstrained), http/api/grammar_request.h
 };
 
 // POST /completion: prompt (string, token ids, or a mix; or llama.cpp's multimodal object

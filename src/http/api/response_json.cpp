@@ -1,4 +1,4 @@
-#include "http/response_json.h"
+#include "http/api/response_json.h"
 
 #include <nlohmann/json.hpp>
 

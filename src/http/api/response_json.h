@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "http/json_text.h"
-#include "serve/generation.h"
+#include "http/api/json_text.h"
+#include "serve/engine/generation.h"
 
 namespace tandem::http {
 

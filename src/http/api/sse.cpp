@@ -1,6 +1,6 @@
-#include "http/sse.h"
+#include "http/api/sse.h"
 
-#include "http/api_error.h"
+#include "http/api/api_error.h"
 
 namespace tandem::http {
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "http/json_text.h"
+#include "http/api/json_text.h"
 
 namespace tandem::http {
 

@@ -1,8 +1,8 @@
-#include "http/connection_watch.h"
+#include "http/routes/connection_watch.h"
 
 #include <poll.h>
 
-#include "http/router.h"
+#include "http/transport/router.h"
 
 namespace tandem::http {
 

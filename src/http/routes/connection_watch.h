@@ -2,7 +2,7 @@
 //
 // A socket whose peer has closed still reads as writable, so neither a non-streaming handler nor a
 // content provider would learn of a disconnect before generation ends. The watch takes the socket
-// of the request the calling thread serves (http/router.h: current_connection_fd(), set while the
+// of the request the calling thread serves (http/transport/router.h: current_connection_fd(), set while the
 // router runs a request from the transport) and asks the kernel whether the peer has hung up
 // (POLLRDHUP). The transport does not read a connection while a worker serves it, so the socket is
 // the handler's to poll until the answer is written.

@@ -20,12 +20,12 @@
 #include <thread>
 #include <vector>
 
-#include "http/json_text.h"
-#include "http/request_log.h"
-#include "http/server.h"
+#include "http/api/json_text.h"
+#include "http/api/request_log.h"
+#include "http/routes/server.h"
 #include "model/qwen35/qwen35_model.h"
 #include "model/test_models.h"
-#include "serve/engine.h"
+#include "serve/engine/engine.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 #include "vision/vision_generator.h"

@@ -1,6 +1,6 @@
-#include "http/metrics_text.h"
+#include "http/routes/metrics_text.h"
 
-#include "http/transport.h"
+#include "http/transport/transport.h"
 
 #include <cstdio>
 #include <sstream>
@@ -50,7 +50,7 @@ std::string prometheus_text(const serve::EngineSnapshot& s) {
   w.sample("tandem_requests_finished_total", d(s.timed_out), "outcome=\"timeout\"");
   w.sample("tandem_requests_finished_total", d(s.failed), "outcome=\"error\"");
   w.one("tandem_output_tokens_total", "counter", "Tokens sampled for all requests.", d(s.sampled_tokens));
-  // The watchdog (serve/watchdog.h).
+  // The watchdog (serve/lifecycle/watchdog.h).
   const serve::WatchdogStatus& wd = s.watchdog;
   w.one("tandem_watchdog_deadline_seconds", "gauge", "Base deadline of a pass, encode or step (0: watchdog off).",
         wd.enabled ? d(wd.config.deadline_ms) / 1000.0 : 0.0);
@@ -176,7 +176,7 @@ std::string prometheus_text(const serve::EngineSnapshot& s) {
   w.one("tandem_governor_max_wake_latency_ms", "gauge", "Longest re-acquire.", g.max_wake_latency_ms);
   w.one("tandem_governor_released", "gauge", "1 while resources are released.", g.released ? 1 : 0);
 
-  // Lifecycle: unloading after --unload-idle-s, the state directory (serve/engine_lifecycle.cpp).
+  // Lifecycle: unloading after --unload-idle-s, the state directory (serve/engine/engine_lifecycle.cpp).
   const serve::LifecycleStats& L = s.lifecycle;
   w.one("tandem_model_loaded", "gauge", "1 while the weights are loaded (0 after an idle unload).", L.weights_loaded ? 1 : 0);
   w.one("tandem_model_unloads_total", "counter", "Idle unloads of the weights (--unload-idle-s).", d(L.unloads));
@@ -191,7 +191,7 @@ std::string prometheus_text(const serve::EngineSnapshot& s) {
         "State files refused (another model or layout, truncated, corrupted) or not written.", d(L.state_files_refused));
   w.one("tandem_state_bytes_written_total", "counter", "Bytes of state files written.", d(L.state_bytes_written));
   w.one("tandem_state_bytes_loaded_total", "counter", "Bytes of state files loaded.", d(L.state_bytes_loaded));
-  // Energy figures (issue 27; serve/compute_meter.h). Package energy is exported only where RAPL
+  // Energy figures (issue 27; serve/meter/compute_meter.h). Package energy is exported only where RAPL
   // is readable: an absent series, not a 0, where it is not (tandem_energy_available says which,
   // GET /props why).
   const serve::EnergyFigures& e = s.energy;

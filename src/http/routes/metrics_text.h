@@ -8,14 +8,14 @@
 
 #include <string>
 
-#include "serve/engine.h"
+#include "serve/engine/engine.h"
 
 namespace tandem::http {
 
 std::string prometheus_text(const serve::EngineSnapshot& s);
 
 // The front end's own figures (issue 51): connections and refusals of the transport
-// (http/transport.h; null before the server starts), the process's resident set and the bytes the
+// (http/transport/transport.h; null before the server starts), the process's resident set and the bytes the
 // tokenizer's per-thread scratch holds (text/scratch.h).
 struct TransportStats;
 std::string process_metrics_text(const TransportStats* t, size_t rss_bytes, size_t tokenizer_scratch_bytes);

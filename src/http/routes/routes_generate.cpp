@@ -7,16 +7,16 @@
 #include <ctime>
 #include <memory>
 
-#include "http/api_error.h"
-#include "http/connection_watch.h"
-#include "http/error_map.h"
+#include "http/api/api_error.h"
+#include "http/routes/connection_watch.h"
+#include "http/api/error_map.h"
 #include "http/json_fields.h"
-#include "http/logprobs_json.h"
-#include "http/request_parse.h"
-#include "http/response_json.h"
-#include "http/server.h"
-#include "http/sse.h"
-#include "serve/engine.h"
+#include "http/api/logprobs_json.h"
+#include "http/api/request_parse.h"
+#include "http/api/response_json.h"
+#include "http/routes/server.h"
+#include "http/api/sse.h"
+#include "serve/engine/engine.h"
 
 namespace tandem::http {
 

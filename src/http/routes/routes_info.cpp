@@ -5,17 +5,17 @@
 #include <cmath>
 #include <cstdio>
 
-#include "http/api_error.h"
+#include "http/api/api_error.h"
 #include "http/json_fields.h"
-#include "http/memory_policy.h"
-#include "http/metrics_text.h"
-#include "http/request_parse.h"
-#include "http/server.h"
+#include "http/transport/memory_policy.h"
+#include "http/routes/metrics_text.h"
+#include "http/api/request_parse.h"
+#include "http/routes/server.h"
 
 #include "model/hybrid_model.h"
-#include "serve/engine.h"
-#include "serve/policy_factory.h"
-#include "serve/serving_settings.h"
+#include "serve/engine/engine.h"
+#include "serve/policy/policy_factory.h"
+#include "serve/settings/serving_settings.h"
 #include "text/chat_template.h"
 #include "text/scratch.h"
 
@@ -50,7 +50,7 @@ Json serving_json(const serve::EngineSnapshot& s, const serve::EngineConfig& c) 
                                    {"rollback", c.speculation.replay_rollback ? "replay" : "copy"}}}};
 }
 
-// Every serving setting of the table (serve/serving_settings.h), keyed by its long flag without the
+// Every serving setting of the table (serve/settings/serving_settings.h), keyed by its long flag without the
 // dashes: the value the engine runs now (the run-time switches of POST /props included) and the
 // default, as the flag takes them, whether the replay model's counts depend on it and whether it is
 // one of the paper's ablation switches.
@@ -207,7 +207,7 @@ void HttpServer::props_get(const httplib::Request&, httplib::Response& res) {
                       {"settings", settings_json(s, c)}});
 }
 
-// The run-time switches, each set through its command-line row (serve/serving_settings.h): the
+// The run-time switches, each set through its command-line row (serve/settings/serving_settings.h): the
 // same parser, range and message as the flag, so that a value the command line refuses (a
 // deadline that cannot be represented, an integer past 2^63) is refused here too.
 void HttpServer::props_post(const httplib::Request& req, httplib::Response& res) {

@@ -1,17 +1,17 @@
 // POST /slots/{id}?action=save|restore|erase: llama.cpp's slot actions (its --slot-save-path is
 // our --state-dir). The engine runs them on its scheduler thread once the slot is idle
-// (serve/engine_lifecycle.cpp); the files are serve/state_file.h's, confined to the state directory.
+// (serve/engine/engine_lifecycle.cpp); the files are serve/lifecycle/state_file.h's, confined to the state directory.
 #include <httplib.h>
 
 #include <charconv>
 #include <string>
 #include <system_error>
 
-#include "http/api_error.h"
+#include "http/api/api_error.h"
 #include "http/json_fields.h"
-#include "http/server.h"
-#include "serve/engine.h"
-#include "serve/state_file.h"
+#include "http/routes/server.h"
+#include "serve/engine/engine.h"
+#include "serve/lifecycle/state_file.h"
 
 namespace tandem::http {
 

@@ -1,4 +1,4 @@
-#include "http/server.h"
+#include "http/routes/server.h"
 
 #include <cstdlib>
 #include <random>
@@ -7,14 +7,14 @@
 
 #include <stdexcept>
 
-#include "http/api_error.h"
-#include "http/auth.h"
-#include "http/error_map.h"
-#include "http/memory_policy.h"
-#include "http/request_framing.h"
-#include "http/router.h"
-#include "http/transport.h"
-#include "serve/engine.h"
+#include "http/api/api_error.h"
+#include "http/transport/auth.h"
+#include "http/api/error_map.h"
+#include "http/transport/memory_policy.h"
+#include "http/transport/request_framing.h"
+#include "http/transport/router.h"
+#include "http/transport/transport.h"
+#include "serve/engine/engine.h"
 
 namespace tandem::http {
 
@@ -32,7 +32,7 @@ class StringSink final : public ResponseSink {
 };
 
 // A request whose body was at least this large is followed by giving freed memory back to the
-// system (http/memory_policy.h): its parse trees and copies were freed in the worker's malloc arena.
+// system (http/transport/memory_policy.h): its parse trees and copies were freed in the worker's malloc arena.
 constexpr size_t kTrimAfterBodyBytes = size_t(1) << 20;
 
 }  // namespace

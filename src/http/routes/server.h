@@ -1,6 +1,6 @@
 // The HTTP front of an Engine: routes, authentication, error mapping, streaming. Connections are
-// the transport's (http/transport.h: one event loop frames requests strictly, a fixed pool of
-// workers runs them); routing and writing answers are cpp-httplib's (http/router.h); generation
+// the transport's (http/transport/transport.h: one event loop frames requests strictly, a fixed pool of
+// workers runs them); routing and writing answers are cpp-httplib's (http/transport/router.h); generation
 // itself runs on the engine's scheduler thread.
 //
 //   HttpServer server(engine, chat_template, {.host = "127.0.0.1", .port = 0});
@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-// Declarations only: a tool that starts a server includes serve/engine.h itself, and none of the
+// Declarations only: a tool that starts a server includes serve/engine/engine.h itself, and none of the
 // engine's, the model's or the kernels' headers come in through this one.
 namespace tandem::serve {
 class Engine;
@@ -28,7 +28,7 @@ class ChatTemplate;
 }  // namespace tandem::text
 
 #include "grammar/json_schema.h"
-#include "http/request_guard.h"
+#include "http/transport/request_guard.h"
 
 namespace httplib {
 struct Request;
@@ -45,13 +45,13 @@ struct HttpServerConfig {
   std::vector<std::string> model_names;   // accepted "model" values; the first is reported
   std::string model_path;                 // reported by /props
   size_t max_body_bytes = 32u << 20;
-  // JSON Schema whitespace when a request does not say (http/grammar_request.h).
+  // JSON Schema whitespace when a request does not say (http/api/grammar_request.h).
   grammar::JsonWhitespace json_whitespace = grammar::JsonWhitespace::Flexible;
   // What stands for an image in a /completion prompt_string (/props reports it as "media_marker").
   // Empty: $LLAMA_MEDIA_MARKER, else a random one per server (llama.cpp's way).
   std::string media_marker;
   std::string mmproj_path;  // reported by /props when the engine has a vision model
-  // Connections (http/transport.h) and who may send requests (http/request_guard.h).
+  // Connections (http/transport/transport.h) and who may send requests (http/transport/request_guard.h).
   int max_connections = 512;
   int request_timeout_ms = 10000;    // a request's head + body from its first byte
   int keep_alive_ms = 5000;          // idle time between requests on a connection

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "http/http_test_util.h"
+#include "http/routes/http_test_util.h"
 
 namespace tandem::http {
 namespace {

@@ -1,4 +1,4 @@
-// Constrained answers over HTTP (http/grammar_request.h, spec/constrained.md §3): /completion's
+// Constrained answers over HTTP (http/api/grammar_request.h, spec/constrained.md §3): /completion's
 // `grammar` and `json_schema`, chat's `response_format` (json_object, json_schema), streamed and
 // whole; the 400s a bad grammar, schema or shape gets (before any SSE bytes when streaming);
 // schema warnings in the response; forced and MTP drafts in the timings; /metrics.
@@ -6,7 +6,7 @@
 
 #include <regex>
 
-#include "http/http_test_util.h"
+#include "http/routes/http_test_util.h"
 
 namespace tandem::http {
 namespace {

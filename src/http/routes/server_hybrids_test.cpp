@@ -6,7 +6,7 @@
 
 #include <map>
 
-#include "http/http_test_util.h"
+#include "http/routes/http_test_util.h"
 #include "model/architectures.h"
 
 namespace tandem::http {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "http/http_test_util.h"
+#include "http/routes/http_test_util.h"
 #include "text/chat_template.h"
 
 namespace tandem::http {

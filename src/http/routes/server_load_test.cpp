@@ -9,7 +9,7 @@
 #include <map>
 #include <random>
 
-#include "http/http_test_util.h"
+#include "http/routes/http_test_util.h"
 
 namespace tandem::http {
 namespace {

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <string>
 
-#include "http/http_test_util.h"
+#include "http/routes/http_test_util.h"
 
 namespace tandem::http {
 namespace {

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "http/http_test_util.h"
+#include "http/routes/http_test_util.h"
 
 namespace tandem::http {
 namespace {

@@ -2,7 +2,7 @@
 // a server without it, greedy and sampled with a seed, and the timings count the drafts.
 #include <gtest/gtest.h>
 
-#include "http/http_test_util.h"
+#include "http/routes/http_test_util.h"
 #include "http/server_options.h"
 
 namespace tandem::http {

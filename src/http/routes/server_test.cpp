@@ -1,13 +1,13 @@
 // End to end through HTTP on 127.0.0.1 with the tiny generated model: chat and completion,
 // whole and streamed, the bad-input / auth / overload answers, cancel by disconnect, deadlines.
-#include "http/server.h"
+#include "http/routes/server.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "http/http_test_util.h"
-#include "serve/serving_settings.h"
+#include "http/routes/http_test_util.h"
+#include "serve/settings/serving_settings.h"
 
 namespace tandem::http {
 namespace {

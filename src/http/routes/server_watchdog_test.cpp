@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-#include "http/http_test_util.h"
+#include "http/routes/http_test_util.h"
 #include "model/test_paths.h"
 
 extern char** environ;

@@ -1,4 +1,4 @@
-#include "http/auth.h"
+#include "http/transport/auth.h"
 
 namespace tandem::http {
 

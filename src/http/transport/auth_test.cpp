@@ -1,10 +1,10 @@
-#include "http/auth.h"
+#include "http/transport/auth.h"
 
 #include <gtest/gtest.h>
 
-#include "http/metrics_text.h"
-#include "http/request_parse.h"
-#include "http/http_test_util.h"
+#include "http/routes/metrics_text.h"
+#include "http/api/request_parse.h"
+#include "http/routes/http_test_util.h"
 
 namespace tandem::http {
 namespace {

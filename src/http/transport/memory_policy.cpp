@@ -1,4 +1,4 @@
-#include "http/memory_policy.h"
+#include "http/transport/memory_policy.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "http/request_framing.h"
+#include "http/transport/request_framing.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "http/request_guard.h"
+#include "http/transport/request_guard.h"
 
 #include <arpa/inet.h>
 

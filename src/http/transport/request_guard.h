@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "http/api_error.h"
-#include "http/request_framing.h"
+#include "http/api/api_error.h"
+#include "http/transport/request_framing.h"
 
 namespace tandem::http {
 

@@ -1,4 +1,4 @@
-#include "http/router.h"
+#include "http/transport/router.h"
 
 #include <algorithm>
 #include <cstring>
@@ -71,7 +71,7 @@ bool Router::serve(const std::string& head, const std::string& body, ResponseSin
     explicit FdScope(int fd) { t_connection_fd = fd; }
     ~FdScope() { t_connection_fd = -1; }
   } scope(out.fd());
-  // The framer decided keep-alive (http/request_framing.h); the library's own verdict
+  // The framer decided keep-alive (http/transport/request_framing.h); the library's own verdict
   // (connection_closed) reads "Connection" case-sensitively and is not used.
   bool connection_closed = false;
   const bool ok = process_request(strm, close_after, connection_closed, nullptr);

@@ -2,8 +2,8 @@
 //
 // Debian's cpp-httplib 0.11.4 reads requests itself with a thread per connection, per-read
 // timeouts only and no framing checks (issue 51: slow clients starve the pool, chunked bodies skip
-// the body limit, conflicting Content-Length headers are served). The transport (http/transport.h)
-// now owns the sockets and frames every request strictly (http/request_framing.h); this class keeps
+// the body limit, conflicting Content-Length headers are served). The transport (http/transport/transport.h)
+// now owns the sockets and frames every request strictly (http/transport/request_framing.h); this class keeps
 // what the library does well — routing by method and path, the handlers' Request/Response, the
 // pre-routing / error / exception hooks, writing answers whole or as chunked streams — by calling
 // its protected Server::process_request on a stream that serves the canonical request text (the

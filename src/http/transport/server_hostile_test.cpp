@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "http/http_test_util.h"
-#include "http/memory_policy.h"
-#include "http/transport.h"
+#include "http/routes/http_test_util.h"
+#include "http/transport/memory_policy.h"
+#include "http/transport/transport.h"
 
 namespace tandem::http {
 namespace {

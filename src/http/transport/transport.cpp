@@ -1,4 +1,4 @@
-#include "http/transport.h"
+#include "http/transport/transport.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

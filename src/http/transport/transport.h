@@ -1,5 +1,5 @@
 // The server's connections (issue 51): one event loop thread reads every connection without
-// blocking and frames its requests strictly (http/request_framing.h); only complete requests go to
+// blocking and frames its requests strictly (http/transport/request_framing.h); only complete requests go to
 // a fixed pool of worker threads, which run the handler (routing, the engine, writing the answer).
 //
 // Why not cpp-httplib's own loop: it gives each connection a pool thread from accept on, with a
@@ -32,8 +32,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "http/request_framing.h"
-#include "http/router.h"
+#include "http/transport/request_framing.h"
+#include "http/transport/router.h"
 
 namespace tandem::http {
 

@@ -1,10 +1,10 @@
-#include "serve/dry_run.h"
+#include "serve/backend/dry_run.h"
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
-#include "serve/speculator.h"
+#include "serve/spec/speculator.h"
 
 namespace tandem::serve {
 

@@ -15,11 +15,11 @@
 #include <span>
 #include <vector>
 
-#include "serve/checkpoint_policy.h"
-#include "serve/null_backend.h"
-#include "serve/recorded_request.h"
-#include "serve/request_stats.h"
-#include "serve/slot.h"
+#include "serve/policy/checkpoint_policy.h"
+#include "serve/backend/null_backend.h"
+#include "serve/backend/recorded_request.h"
+#include "serve/meter/request_stats.h"
+#include "serve/slot/slot.h"
 
 namespace tandem::serve {
 

@@ -1,4 +1,4 @@
-#include "serve/model_backend.h"
+#include "serve/backend/model_backend.h"
 
 #include <algorithm>
 #include <stdexcept>

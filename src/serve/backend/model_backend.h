@@ -1,7 +1,7 @@
 // The real mechanism: HybridModel::forward (model/hybrid_model.h) on one SequenceState, which this backend owns and is
 // the only one to write. Checkpoints are the model's RecurrentCheckpoint copies; a pass hands
 // back the states at cut positions through ForwardOptions::cuts, so a checkpoint inside a pass
-// costs a copy and no extra pass. With speculation on, an MtpDrafter (serve/mtp_drafter.h) sees
+// costs a copy and no extra pass. With speculation on, an MtpDrafter (serve/spec/mtp_drafter.h) sees
 // every pass and every jump of the state, verification passes keep a replay log (or rollback
 // states) and roll_back() goes back inside the last one.
 #pragma once
@@ -9,8 +9,8 @@
 #include <memory>
 
 #include "model/hybrid_model.h"
-#include "serve/mtp_drafter.h"
-#include "serve/state_backend.h"
+#include "serve/spec/mtp_drafter.h"
+#include "serve/slot/state_backend.h"
 
 namespace tandem::serve {
 

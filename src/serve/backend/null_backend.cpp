@@ -1,4 +1,4 @@
-#include "serve/null_backend.h"
+#include "serve/backend/null_backend.h"
 
 #include <algorithm>
 #include <stdexcept>

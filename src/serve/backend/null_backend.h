@@ -2,14 +2,14 @@
 // model would copy (so that budgets and "bytes copied" come out the same as on the server).
 // Speculation runs through the same Speculator: draft() proposes placeholders (a caller that
 // knows what the server accepted rewrites them through the speculator's draft hook, as
-// serve/dry_run.cpp does from a request log), verify() advances the position, roll_back() goes
+// serve/backend/dry_run.cpp does from a request log), verify() advances the position, roll_back() goes
 // back; the passes and roll-backs are counted (spec_counts()).
 #pragma once
 
 #include <vector>
 
 #include "model/model_shape.h"
-#include "serve/state_backend.h"
+#include "serve/slot/state_backend.h"
 
 namespace tandem::serve {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "serve/prompt.h"
+#include "serve/slot/prompt.h"
 
 namespace tandem::serve {
 

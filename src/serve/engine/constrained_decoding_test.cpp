@@ -1,4 +1,4 @@
-// Constrained decoding through the engine (serve/grammar_picker.h, serve/grammar_drafts.h,
+// Constrained decoding through the engine (serve/engine/grammar_picker.h, serve/spec/grammar_drafts.h,
 // spec/constrained.md §6.6) on the tiny generated model:
 //  * I3: constrained greedy output is token for token the same with speculation off, with MTP +
 //    forced drafts, with forced drafts off, with forced drafts alone (MTP off, and a file without
@@ -20,10 +20,10 @@
 #include "grammar/grammar_cache.h"
 #include "model/qwen35/qwen35_model.h"
 #include "model/test_models.h"
-#include "serve/engine.h"
-#include "serve/model_backend.h"
-#include "serve/policy_factory.h"
-#include "serve/slot.h"
+#include "serve/engine/engine.h"
+#include "serve/backend/model_backend.h"
+#include "serve/policy/policy_factory.h"
+#include "serve/slot/slot.h"
 #include "text/tokenizer.h"
 
 namespace tandem::serve {

@@ -1,4 +1,4 @@
-#include "serve/encoder_cache.h"
+#include "serve/engine/encoder_cache.h"
 
 namespace tandem::serve {
 

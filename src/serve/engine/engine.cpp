@@ -1,5 +1,5 @@
-#include "serve/engine.h"
-#include "serve/engine_parts.h"
+#include "serve/engine/engine.h"
+#include "serve/engine/engine_parts.h"
 
 #include <pthread.h>
 
@@ -9,9 +9,9 @@
 #include <limits>
 #include <utility>
 
-#include "serve/flop_model.h"
-#include "serve/model_backend.h"
-#include "serve/watched_backend.h"
+#include "serve/meter/flop_model.h"
+#include "serve/backend/model_backend.h"
+#include "serve/lifecycle/watched_backend.h"
 #include "vision/vision_model.h"
 
 namespace tandem::serve {

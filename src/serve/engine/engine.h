@@ -13,7 +13,7 @@
 // (a step = a whole prefill, or one decode), round robin, so that slots share the model fairly;
 // Qwen35Model::forward runs one call at a time anyway. Between steps it drops cancelled requests
 // and those past their deadline, and applies run-time configuration changes.
-// Every step, pass and image encode is a heartbeat of the watchdog (serve/watchdog.h), which
+// Every step, pass and image encode is a heartbeat of the watchdog (serve/lifecycle/watchdog.h), which
 // fails the requests in flight when one runs past its deadline.
 #pragma once
 
@@ -32,17 +32,17 @@
 
 #include "grammar/grammar_cache.h"
 #include "runtime/resource_governor.h"
-#include "serve/compute_meter.h"
-#include "serve/encoder_cache.h"
-#include "serve/generation.h"
-#include "serve/policy_factory.h"
-#include "serve/prompt_cache.h"
-#include "serve/request_image.h"
-#include "serve/request_totals.h"
-#include "serve/slot.h"
-#include "serve/speculator.h"
-#include "serve/watchdog.h"
-#include "serve/state_store.h"
+#include "serve/meter/compute_meter.h"
+#include "serve/engine/encoder_cache.h"
+#include "serve/engine/generation.h"
+#include "serve/policy/policy_factory.h"
+#include "serve/slot/prompt_cache.h"
+#include "serve/request/request_image.h"
+#include "serve/meter/request_totals.h"
+#include "serve/slot/slot.h"
+#include "serve/spec/speculator.h"
+#include "serve/lifecycle/watchdog.h"
+#include "serve/lifecycle/state_store.h"
 #include "text/sampler.h"
 #include "text/tokenizer.h"
 
@@ -68,7 +68,7 @@ struct EngineConfig {
   SlotConfig slot;           // batch sizes, consolidation, ctx_checkpoints
   PolicyConfig policy;
   size_t cache_ram_mib = 512;  // host prompt cache shared by the slots; 0: none
-  // Which cache entry a prompt loads (serve/prompt_cache.h). Auto: Restorable under the
+  // Which cache entry a prompt loads (serve/slot/prompt_cache.h). Auto: Restorable under the
   // divergence policy (Tandem's), Fractions (llama.cpp's) under stock and marconi.
   CacheSelect cache_select = CacheSelect::Auto;
   // Speculative decoding with the model's MTP head (docs/speculation.md): off unless enabled.
@@ -86,9 +86,9 @@ struct EngineConfig {
   // Where package energy is read (runtime/energy_meter.h: RAPL zones); tests point it at a fake tree.
   std::string powercap_root = kPowercapRoot;
   // A forward pass, image encode or step past its deadline fails the requests in flight and, by
-  // default, exits the process for a supervisor to restart it (serve/watchdog.h).
+  // default, exits the process for a supervisor to restart it (serve/lifecycle/watchdog.h).
   WatchdogConfig watchdog;
-  // States on disk (serve/state_store.h, docs/serving.md "States on disk"): the prompt cache's
+  // States on disk (serve/lifecycle/state_store.h, docs/serving.md "States on disk"): the prompt cache's
   // entries (and the slots, saved into it) are written here when the engine unloads or stops,
   // and loaded when it starts or reloads. "": none. Needs a prompt cache (cache_ram_mib > 0).
   std::string state_dir;
@@ -136,14 +136,14 @@ struct GenerationParams {
   // follow (FinishReason::GrammarComplete). null: unconstrained.
   std::shared_ptr<grammar::CompiledGrammar> grammar;
   // Log-probabilities of every output token and its top_logprobs best alternatives
-  // (serve/token_logprobs.h: the raw logits' log-softmax, as llama.cpp reports by default).
+  // (serve/engine/token_logprobs.h: the raw logits' log-softmax, as llama.cpp reports by default).
   bool logprobs = false;
   int top_logprobs = 0;  // 0..kMaxTopLogprobs
 };
 inline constexpr int kMaxTopLogprobs = 20;  // OpenAI's limit
 
 struct EngineRequest {
-  // Token ids; the rows of each image hold its placeholder (serve/prompt.h, flatten_prompt).
+  // Token ids; the rows of each image hold its placeholder (serve/slot/prompt.h, flatten_prompt).
   std::vector<int32_t> prompt;
   std::vector<int64_t> user_starts;  // first token of each user message (serve::Prompt)
   std::vector<RequestImage> images;  // ascending chunk.begin; needs an engine with a vision model
@@ -242,7 +242,7 @@ class Engine {
 
   // Images: whether requests may carry them, and the preprocessing an image gets under a budget
   // (the engine's flags where the budget says -1; std::logic_error without a vision model). The
-  // caller lays out the prompt with image_chunk() and flatten_prompt() (serve/request_image.h).
+  // caller lays out the prompt with image_chunk() and flatten_prompt() (serve/request/request_image.h).
   bool has_vision() const { return vision_ != nullptr; }
   vision::PreprocessParams image_params(const vision::ImageBudget& request_budget = {}) const;
 
@@ -290,7 +290,7 @@ class Engine {
   void charge(SlotRun& s);  // the running step's CPU time and energy to the slot's request
   void wake();
 
-  // The lifecycle (serve/engine_lifecycle.cpp): slot actions, unloading and reloading, the state
+  // The lifecycle (serve/engine/engine_lifecycle.cpp): slot actions, unloading and reloading, the state
   // directory. All on the scheduler thread.
   struct SlotTask;
   bool run_slot_tasks();  // the queued tasks whose slot is idle; whether any ran

@@ -7,9 +7,9 @@
 #include <filesystem>
 
 #include "model/qwen35/qwen35_model.h"
-#include "serve/engine.h"
-#include "serve/engine_parts.h"
-#include "serve/state_file.h"
+#include "serve/engine/engine.h"
+#include "serve/engine/engine_parts.h"
+#include "serve/lifecycle/state_file.h"
 
 namespace tandem::serve {
 

@@ -1,4 +1,4 @@
-// The engine's lifecycle (serve/engine_lifecycle.cpp, issue 27 items 1 and 2) on the tiny model:
+// The engine's lifecycle (serve/engine/engine_lifecycle.cpp, issue 27 items 1 and 2) on the tiny model:
 //  * restart: an episode's first steps on one engine with a state directory, the engine destroyed
 //    (its states written), a new engine on the same directory: the next step loads them, restores
 //    the rules from a checkpoint, and answers exactly as an uninterrupted engine does;
@@ -17,8 +17,8 @@
 
 #include "model/qwen35/qwen35_model.h"
 #include "model/test_models.h"
-#include "serve/engine.h"
-#include "serve/state_file.h"
+#include "serve/engine/engine.h"
+#include "serve/lifecycle/state_file.h"
 #include "text/tokenizer.h"
 
 namespace tandem::serve {

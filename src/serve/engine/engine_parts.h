@@ -1,6 +1,6 @@
 // The engine's private parts, shared by its two sources: engine.cpp (requests: scheduling,
 // prefill, decoding) and engine_lifecycle.cpp (slot actions, unload/reload, states on disk).
-// Not for anyone else: the engine's users see serve/engine.h.
+// Not for anyone else: the engine's users see serve/engine/engine.h.
 #pragma once
 
 #include <chrono>
@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "serve/engine.h"
-#include "serve/grammar_drafts.h"
-#include "serve/grammar_picker.h"
+#include "serve/engine/engine.h"
+#include "serve/spec/grammar_drafts.h"
+#include "serve/engine/grammar_picker.h"
 #include "text/stop_strings.h"
 
 namespace tandem::serve {

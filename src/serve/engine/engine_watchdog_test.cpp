@@ -22,8 +22,8 @@
 
 #include "model/qwen35/qwen35_model.h"
 #include "model/test_models.h"
-#include "serve/engine.h"
-#include "serve/request_image.h"
+#include "serve/engine/engine.h"
+#include "serve/request/request_image.h"
 #include "text/tokenizer.h"
 #include "vision/multimodal_prompt.h"
 #include "vision/vision_generator.h"

@@ -1,4 +1,4 @@
-#include "serve/generation.h"
+#include "serve/engine/generation.h"
 
 #include <utility>
 

@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "serve/request_stats.h"
-#include "serve/token_logprobs.h"
+#include "serve/meter/request_stats.h"
+#include "serve/engine/token_logprobs.h"
 
 namespace tandem::serve {
 
@@ -27,7 +27,7 @@ enum class FinishReason : uint8_t {
   Cancelled,        // the client went away (or cancel() was called)
   Timeout,          // the request's deadline passed
   Error,            // the engine failed on this request (message in error)
-  Watchdog,         // the engine's work passed the watchdog's deadline (serve/watchdog.h; message in error)
+  Watchdog,         // the engine's work passed the watchdog's deadline (serve/lifecycle/watchdog.h; message in error)
 };
 std::string_view to_string(FinishReason r);
 

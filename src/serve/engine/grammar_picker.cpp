@@ -1,4 +1,4 @@
-#include "serve/grammar_picker.h"
+#include "serve/engine/grammar_picker.h"
 
 #include <algorithm>
 #include <chrono>

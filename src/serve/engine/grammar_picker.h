@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "grammar/compiled_grammar.h"
-#include "serve/speculator.h"
-#include "serve/token_logprobs.h"
+#include "serve/spec/speculator.h"
+#include "serve/engine/token_logprobs.h"
 #include "text/sampler.h"
 
 namespace tandem::serve {
@@ -29,7 +29,7 @@ class GrammarPicker final : public TokenPicker {
   // Records the token in the sampler's history and moves the grammar past it.
   void accept(int32_t token) override;
 
-  // Log-probabilities (serve/token_logprobs.h): from now on every pick also records the picked
+  // Log-probabilities (serve/engine/token_logprobs.h): from now on every pick also records the picked
   // token's and the n_top best tokens' log-probabilities of the row it was picked from, in pick
   // order — which is the order the engine emits tokens in, speculative steps included.
   // n_vocab: the tokenizer's vocabulary (a model's output rows may be padded beyond it).

@@ -1,9 +1,9 @@
-// Log-probabilities (issue 27, item 5; serve/token_logprobs.h) on the tiny model:
+// Log-probabilities (issue 27, item 5; serve/engine/token_logprobs.h) on the tiny model:
 //  * token_logprob against a direct float64 log-softmax, ties to the lower id, n larger than the row;
 //  * the paper's fidelity check on an agent-like episode: every output token's top-5 is the same
 //    as a fresh engine's under every checkpoint policy, across restores and idle-release cycles (logprobs within float rounding: the prompt's last pass is chunked
 //    elsewhere after a restore), and bit for bit the same with speculation on and off.
-#include "serve/token_logprobs.h"
+#include "serve/engine/token_logprobs.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 
 #include "model/qwen35/qwen35_model.h"
 #include "model/test_models.h"
-#include "serve/engine.h"
+#include "serve/engine/engine.h"
 #include "text/tokenizer.h"
 
 namespace tandem::serve {

@@ -1,4 +1,4 @@
-#include "serve/token_logprobs.h"
+#include "serve/engine/token_logprobs.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "serve/state_file.h"
+#include "serve/lifecycle/state_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -195,7 +195,7 @@ PromptCacheEntry read_state_file(const std::filesystem::path& path, const StateF
       prev_end = c.end();
       e.images.push_back(c);
     }
-    // Every token a vocabulary id, or inside an image its placeholder (serve/prompt.h).
+    // Every token a vocabulary id, or inside an image its placeholder (serve/slot/prompt.h).
     const int64_t n_vocab = backend.n_vocab();
     size_t im = 0;
     for (int64_t i = 0; i < static_cast<int64_t>(n_tokens); ++i) {

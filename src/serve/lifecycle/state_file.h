@@ -18,8 +18,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "serve/prompt_cache.h"
-#include "serve/state_backend.h"
+#include "serve/slot/prompt_cache.h"
+#include "serve/slot/state_backend.h"
 
 namespace tandem::serve {
 

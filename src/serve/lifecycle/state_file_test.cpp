@@ -1,9 +1,9 @@
-// State files (serve/state_file.h, issue 27 item 1) on the tiny model: a slot's state written and
+// State files (serve/lifecycle/state_file.h, issue 27 item 1) on the tiny model: a slot's state written and
 // read back bit for bit (the file written again from what was read is the same file), and each way
 // a file can be wrong refused with a message that names the file and the reason: another model,
 // another layout, truncated, a corrupted payload, a corrupted header, another version, not a state
 // file at all, a checkpoint beyond the sequence.
-#include "serve/state_file.h"
+#include "serve/lifecycle/state_file.h"
 
 #include <gtest/gtest.h>
 
@@ -15,10 +15,10 @@
 
 #include "model/qwen35/qwen35_model.h"
 #include "model/test_models.h"
-#include "serve/model_backend.h"
-#include "serve/policy_factory.h"
-#include "serve/slot.h"
-#include "serve/state_store.h"
+#include "serve/backend/model_backend.h"
+#include "serve/policy/policy_factory.h"
+#include "serve/slot/slot.h"
+#include "serve/lifecycle/state_store.h"
 
 namespace tandem::serve {
 namespace {

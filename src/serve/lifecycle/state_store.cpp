@@ -1,4 +1,4 @@
-#include "serve/state_store.h"
+#include "serve/lifecycle/state_store.h"
 
 #include <unistd.h>
 

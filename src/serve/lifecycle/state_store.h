@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "serve/prompt_cache.h"
-#include "serve/state_file.h"
+#include "serve/slot/prompt_cache.h"
+#include "serve/lifecycle/state_file.h"
 
 namespace tandem::serve {
 

@@ -1,4 +1,4 @@
-#include "serve/watchdog.h"
+#include "serve/lifecycle/watchdog.h"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "serve/generation.h"
+#include "serve/engine/generation.h"
 
 namespace tandem::serve {
 

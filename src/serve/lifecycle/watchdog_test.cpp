@@ -1,9 +1,9 @@
-// The watchdog alone (serve/watchdog.h), without an engine: the heartbeat's units and allowances,
+// The watchdog alone (serve/lifecycle/watchdog.h), without an engine: the heartbeat's units and allowances,
 // a unit held past its deadline fires it (tracked requests failed with a message naming the work
 // and the deadline, new ones refused), the work returning clears it in "wait" mode, and an idle
 // engine never fires. No test depends on timing beyond "a unit held until the trip is seen": the
 // held unit is released only after the trip is observed, with long waits for the observation.
-#include "serve/watchdog.h"
+#include "serve/lifecycle/watchdog.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <mutex>
 #include <thread>
 
-#include "serve/generation.h"
+#include "serve/engine/generation.h"
 
 namespace tandem::serve {
 namespace {

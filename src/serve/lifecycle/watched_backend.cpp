@@ -1,4 +1,4 @@
-#include "serve/watched_backend.h"
+#include "serve/lifecycle/watched_backend.h"
 
 namespace tandem::serve {
 

@@ -1,4 +1,4 @@
-// A StateBackend that reports each unit of model work to the watchdog (serve/watchdog.h): every
+// A StateBackend that reports each unit of model work to the watchdog (serve/lifecycle/watchdog.h): every
 // forward pass, image pass, verification pass and draft is a heartbeat with its own deadline
 // (base + per token), so that a hang is caught after one pass's allowance rather than a whole
 // prefill's. The rest forwards unchanged: the slot sees the backend it wraps. The engine wraps its
@@ -7,8 +7,8 @@
 
 #include <memory>
 
-#include "serve/state_backend.h"
-#include "serve/watchdog.h"
+#include "serve/slot/state_backend.h"
+#include "serve/lifecycle/watchdog.h"
 
 namespace tandem::serve {
 

@@ -1,4 +1,4 @@
-#include "serve/compute_meter.h"
+#include "serve/meter/compute_meter.h"
 
 #include <algorithm>
 #include <utility>

@@ -25,7 +25,7 @@
 
 #include "runtime/cpu_clock.h"
 #include "runtime/energy_meter.h"
-#include "serve/request_stats.h"
+#include "serve/meter/request_stats.h"
 
 namespace tandem::serve {
 

@@ -1,4 +1,4 @@
-#include "serve/compute_meter.h"
+#include "serve/meter/compute_meter.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "serve/request_totals.h"
+#include "serve/meter/request_totals.h"
 
 namespace tandem::serve {
 namespace {

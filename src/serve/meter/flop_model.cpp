@@ -1,4 +1,4 @@
-#include "serve/flop_model.h"
+#include "serve/meter/flop_model.h"
 
 namespace tandem::serve {
 

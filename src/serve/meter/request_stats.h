@@ -66,7 +66,7 @@ struct RequestStats {
   int64_t tokens_generated = 0;
   double ms_per_output_token = 0;
 
-  // Energy figures (issue 27; serve/compute_meter.h): CPU time of the compute threads (the
+  // Energy figures (issue 27; serve/meter/compute_meter.h): CPU time of the compute threads (the
   // scheduler and the thread pools' workers) over the request's steps, prefill and decode; and
   // the package energy (RAPL) spent meanwhile, machine-wide — nullopt (JSON null) where RAPL is
   // absent or unreadable, never 0. A dry run measures neither (cpu_ms 0, energy_j null).
@@ -91,7 +91,7 @@ struct RequestStats {
   // Per speculative step, in order (steps without drafts too): drafts verified and accepted. What the drafter
   // proposed and the target accepted depends on the weights, which a dry run does not have: a
   // request log carries these two lists so that the replay model reproduces every other count
-  // of a speculating server (serve/dry_run.h).
+  // of a speculating server (serve/backend/dry_run.h).
   std::vector<int32_t> step_drafted, step_accepted;
 
   // The counts a replay must reproduce exactly (no timings).

@@ -1,4 +1,4 @@
-#include "serve/request_stats.h"
+#include "serve/meter/request_stats.h"
 
 #include <gtest/gtest.h>
 

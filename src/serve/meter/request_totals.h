@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "serve/request_stats.h"
+#include "serve/meter/request_stats.h"
 
 namespace tandem::serve {
 

@@ -1,4 +1,4 @@
-#include "serve/batch_planner.h"
+#include "serve/policy/batch_planner.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,6 +1,6 @@
 // Where passes are cut: the paper's examples (600 new tokens: 84 + 512 + 4 stock, 88 + 512
 // consolidated), full batches, forced cuts, tiny remainders.
-#include "serve/batch_planner.h"
+#include "serve/policy/batch_planner.h"
 
 #include <gtest/gtest.h>
 

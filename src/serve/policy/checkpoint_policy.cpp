@@ -1,4 +1,4 @@
-#include "serve/checkpoint_policy.h"
+#include "serve/policy/checkpoint_policy.h"
 
 #include <algorithm>
 

@@ -12,9 +12,9 @@
 #include <string_view>
 #include <vector>
 
-#include "serve/batch_planner.h"
-#include "serve/checkpoint.h"
-#include "serve/prompt.h"
+#include "serve/policy/batch_planner.h"
+#include "serve/slot/checkpoint.h"
+#include "serve/slot/prompt.h"
 
 namespace tandem::serve {
 

@@ -1,4 +1,4 @@
-#include "serve/divergence_forecast.h"
+#include "serve/policy/divergence_forecast.h"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 // The forecast of the next divergence (issue 30) on named token segments: an inserted span ends
 // where the prompt re-aligns with the previous one; a dropped span (a sliding window) or no
 // re-alignment within max_span forecasts nothing; runs that are not unique never anchor.
-#include "serve/divergence_forecast.h"
+#include "serve/policy/divergence_forecast.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
-#include "serve/divergence_policy.h"
+#include "serve/policy/divergence_policy.h"
 
 #include <algorithm>
 
-#include "serve/stock_policy.h"
+#include "serve/policy/stock_policy.h"
 
 namespace tandem::serve {
 

@@ -14,9 +14,9 @@
 // next one is made, which is exactly the checkpoint the next step of an episode reuses.
 #pragma once
 
-#include "serve/checkpoint_policy.h"
-#include "serve/divergence_forecast.h"
-#include "serve/stock_batching.h"
+#include "serve/policy/checkpoint_policy.h"
+#include "serve/policy/divergence_forecast.h"
+#include "serve/policy/stock_batching.h"
 
 namespace tandem::serve {
 
@@ -27,7 +27,7 @@ struct DivergenceOptions {
   // on top of divergence checkpoints on the paper's traces; it serves repeated questions about
   // the same text with a new screenshot when L falls before the text the image follows).
   bool before_image = false;
-  // Issue 30 (serve/divergence_forecast.h): also keep the state at X, where this prompt re-aligns
+  // Issue 30 (serve/policy/divergence_forecast.h): also keep the state at X, where this prompt re-aligns
   // with the previous one after the span it inserted at L — where the next request is predicted
   // to diverge when the prompt's history grows by one line per step. Priced like L: X is taken
   // in-pass (one copy, c / a tokens), so it is kept when X - max(L, R) >= min_gap; with

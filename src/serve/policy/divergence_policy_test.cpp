@@ -1,12 +1,12 @@
 // The divergence policy on an agent-like episode (dry run): rules + task shared, history
 // growing, screen replaced. Checkpoints at L when L - R >= min_gap, reused by the next step.
-#include "serve/divergence_policy.h"
+#include "serve/policy/divergence_policy.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "serve/prompt_cache.h"
+#include "serve/slot/prompt_cache.h"
 #include "serve/serve_test_util.h"
 
 namespace tandem::serve {

@@ -1,9 +1,9 @@
-#include "serve/marconi_policy.h"
+#include "serve/policy/marconi_policy.h"
 
 #include <algorithm>
 #include <limits>
 
-#include "serve/dry_run.h"
+#include "serve/backend/dry_run.h"
 
 namespace tandem::serve {
 

@@ -15,10 +15,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "serve/checkpoint_policy.h"
-#include "serve/flop_model.h"
-#include "serve/recorded_request.h"
-#include "serve/stock_batching.h"
+#include "serve/policy/checkpoint_policy.h"
+#include "serve/meter/flop_model.h"
+#include "serve/backend/recorded_request.h"
+#include "serve/policy/stock_batching.h"
 
 namespace tandem::serve {
 

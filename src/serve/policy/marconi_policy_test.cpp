@@ -1,5 +1,5 @@
 // The marconi policy (dry run): branch + leaf admission, score-based eviction, alpha tuning.
-#include "serve/marconi_policy.h"
+#include "serve/policy/marconi_policy.h"
 
 #include <gtest/gtest.h>
 

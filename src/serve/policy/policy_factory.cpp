@@ -1,4 +1,4 @@
-#include "serve/policy_factory.h"
+#include "serve/policy/policy_factory.h"
 
 #include <stdexcept>
 

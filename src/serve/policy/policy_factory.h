@@ -7,10 +7,10 @@
 #include <string_view>
 #include <vector>
 
-#include "serve/checkpoint_policy.h"
-#include "serve/divergence_policy.h"
-#include "serve/marconi_policy.h"
-#include "serve/stock_policy.h"
+#include "serve/policy/checkpoint_policy.h"
+#include "serve/policy/divergence_policy.h"
+#include "serve/policy/marconi_policy.h"
+#include "serve/policy/stock_policy.h"
 
 namespace tandem::serve {
 

@@ -1,4 +1,4 @@
-#include "serve/stock_batching.h"
+#include "serve/policy/stock_batching.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <span>
 
-#include "serve/checkpoint_policy.h"
+#include "serve/policy/checkpoint_policy.h"
 
 namespace tandem::serve {
 

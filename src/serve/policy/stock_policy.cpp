@@ -1,4 +1,4 @@
-#include "serve/stock_policy.h"
+#include "serve/policy/stock_policy.h"
 
 namespace tandem::serve {
 

@@ -5,8 +5,8 @@
 // are thinned out.
 #pragma once
 
-#include "serve/checkpoint_policy.h"
-#include "serve/stock_batching.h"
+#include "serve/policy/checkpoint_policy.h"
+#include "serve/policy/stock_batching.h"
 
 namespace tandem::serve {
 

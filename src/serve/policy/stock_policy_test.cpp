@@ -1,6 +1,6 @@
 // The stock policy on hand-written token streams (dry run), request by request: checkpoint
 // positions created / restored / evicted / dropped and N - R.
-#include "serve/stock_policy.h"
+#include "serve/policy/stock_policy.h"
 
 #include <gtest/gtest.h>
 

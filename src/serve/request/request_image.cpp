@@ -1,4 +1,4 @@
-#include "serve/request_image.h"
+#include "serve/request/request_image.h"
 
 #include <stdexcept>
 #include <string>

@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "serve/prompt.h"
+#include "serve/slot/prompt.h"
 #include "vision/image_decode.h"
 #include "vision/image_preprocess.h"
 #include "vision/multimodal_prompt.h"

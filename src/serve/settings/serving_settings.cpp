@@ -1,4 +1,4 @@
-#include "serve/serving_settings.h"
+#include "serve/settings/serving_settings.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -117,7 +117,7 @@ std::vector<ServingSetting> make_table() {
                       "per-request deadline from arrival, 0 = none (default {});\n"
                       "a request's \"timeout_ms\" overrides it",
                       false, 0, kMaxTimeoutMs, [](auto& c) -> auto& { return c.timeout_ms; }));
-  // The watchdog (serve/watchdog.h; docs/http.md "Watchdog"). None changes a count.
+  // The watchdog (serve/lifecycle/watchdog.h; docs/http.md "Watchdog"). None changes a count.
   {
     ServingSetting r;
     r.names = {"--watchdog-s"};
@@ -182,7 +182,7 @@ std::vector<ServingSetting> make_table() {
   t.push_back(int_row({"--grammar-cache"}, {}, "MIB",
                       "compiled grammars and their token masks kept by text (default {})", false, 1, 1 << 20,
                       [](auto& c) -> auto& { return c.grammar_cache_mib; }));
-  // Lifecycle: states on disk, unloading (serve/engine_lifecycle.cpp).
+  // Lifecycle: states on disk, unloading (serve/engine/engine_lifecycle.cpp).
   {
     ServingSetting r;
     r.names = {"--state-dir"};

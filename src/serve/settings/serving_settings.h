@@ -4,7 +4,7 @@
 // it is one of the paper's ablation switches, and a setter and a getter. The table is read by
 //   - tandem-server's parser and --help (http/server_options.cpp, which adds the front end's own
 //     rows: host, port, threads, ... built from the same row type),
-//   - GET /props ("settings": every row's current value and default, http/routes_info.cpp),
+//   - GET /props ("settings": every row's current value and default, http/routes/routes_info.cpp),
 //   - tandem-sim's --config (agent::parse_serve_flags: the rows that change counts apply, the
 //     others are skipped with their value).
 //
@@ -27,7 +27,7 @@
 #include <string_view>
 #include <vector>
 
-#include "serve/engine.h"
+#include "serve/engine/engine.h"
 
 namespace tandem::serve {
 

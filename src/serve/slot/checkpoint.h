@@ -21,7 +21,7 @@ enum class CheckpointOrigin : uint8_t {
   Forecast,     // divergence with --checkpoint-forecast: where the next request is predicted to diverge
   Recent,       // divergence with --checkpoint-forecast: where the prompt left the closest recent prompt
 };
-// The last origin: what a state file may record (serve/state_file.cpp). Keep it the last value.
+// The last origin: what a state file may record (serve/lifecycle/state_file.cpp). Keep it the last value.
 inline constexpr CheckpointOrigin kLastCheckpointOrigin = CheckpointOrigin::Recent;
 std::string_view to_string(CheckpointOrigin origin);
 

@@ -4,10 +4,10 @@
 // text before it (§4.5), --checkpoint-before-image keeps the state at the image's first row.
 #include <gtest/gtest.h>
 
-#include "serve/divergence_policy.h"
-#include "serve/marconi_policy.h"
+#include "serve/policy/divergence_policy.h"
+#include "serve/policy/marconi_policy.h"
 #include "serve/serve_test_util.h"
-#include "serve/stock_policy.h"
+#include "serve/policy/stock_policy.h"
 
 namespace tandem::serve {
 namespace {

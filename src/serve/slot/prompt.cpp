@@ -1,4 +1,4 @@
-#include "serve/prompt.h"
+#include "serve/slot/prompt.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "serve/prompt_cache.h"
+#include "serve/slot/prompt_cache.h"
 
 #include <algorithm>
 

@@ -16,9 +16,9 @@
 #include <span>
 #include <vector>
 
-#include "serve/checkpoint.h"
-#include "serve/prompt.h"
-#include "serve/state_backend.h"
+#include "serve/slot/checkpoint.h"
+#include "serve/slot/prompt.h"
+#include "serve/slot/state_backend.h"
 
 namespace tandem::serve {
 
@@ -29,7 +29,7 @@ namespace tandem::serve {
 // request diverges, an entry's value is that checkpoint, not the share of its tokens the prompt
 // keeps: an agent's action prompt after its summary prompt shares a few hundred tokens of a
 // several-thousand-token entry, below llama.cpp's 25%, and still restores its own prefix from it.
-// Auto: resolved by the engine (serve/engine.h: Restorable under the divergence policy, else
+// Auto: resolved by the engine (serve/engine/engine.h: Restorable under the divergence policy, else
 // Fractions); the cache itself treats it as Fractions.
 enum class CacheSelect : uint8_t { Auto, Fractions, Restorable };
 
@@ -83,7 +83,7 @@ class PromptCache {
   std::optional<PromptCacheEntry> take_best(std::span<const int32_t> slot_tokens, std::span<const int32_t> prompt) {
     return take_best(slot_tokens, {}, prompt, {});
   }
-  // An entry loaded from disk (serve/state_store.h), placed as the oldest: files load newest first.
+  // An entry loaded from disk (serve/lifecycle/state_store.h), placed as the oldest: files load newest first.
   void insert_oldest(PromptCacheEntry e) { entries_.push_front(std::move(e)); }
   // Every entry out (an unload that wrote them to disk).
   void clear() { entries_.clear(); }

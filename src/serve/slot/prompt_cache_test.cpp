@@ -1,11 +1,11 @@
 // The host prompt cache (dry run): when the slot goes through it, which entry is loaded, and
 // oldest-first eviction within the byte budget.
-#include "serve/prompt_cache.h"
+#include "serve/slot/prompt_cache.h"
 
 #include <gtest/gtest.h>
 
 #include "serve/serve_test_util.h"
-#include "serve/stock_policy.h"
+#include "serve/policy/stock_policy.h"
 
 namespace tandem::serve {
 namespace {

@@ -1,11 +1,11 @@
-#include "serve/slot.h"
+#include "serve/slot/slot.h"
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
-#include "serve/speculator.h"
+#include "serve/spec/speculator.h"
 
 namespace tandem::serve {
 
@@ -195,7 +195,7 @@ void Slot::restore_for(const Prompt& prompt) {
   const int64_t cached = static_cast<int64_t>(cached_.size());
   cached_before_ = cached;
   previous_.assign(cached_.begin(), cached_.end());  // the restore truncates cached_; the policy may compare
-  // An image counts only whole and only as the same image (serve/prompt.h).
+  // An image counts only whole and only as the same image (serve/slot/prompt.h).
   const int64_t L = common_prefix_with_images(cached_, cached_images_, prompt.tokens, prompt_chunks_);
   const int64_t target = std::min(L, N - 1);  // at least one prompt token runs: the first output needs logits
   int64_t R = 0;

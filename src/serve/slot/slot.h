@@ -14,18 +14,18 @@
 #include <span>
 #include <vector>
 
-#include "serve/batch_planner.h"
-#include "serve/checkpoint.h"
-#include "serve/checkpoint_policy.h"
-#include "serve/prompt.h"
-#include "serve/prompt_cache.h"
-#include "serve/request_stats.h"
-#include "serve/spec_config.h"
-#include "serve/state_backend.h"
+#include "serve/policy/batch_planner.h"
+#include "serve/slot/checkpoint.h"
+#include "serve/policy/checkpoint_policy.h"
+#include "serve/slot/prompt.h"
+#include "serve/slot/prompt_cache.h"
+#include "serve/meter/request_stats.h"
+#include "serve/spec/spec_config.h"
+#include "serve/slot/state_backend.h"
 
 namespace tandem::serve {
 
-class Speculator;  // serve/speculator.h
+class Speculator;  // serve/spec/speculator.h
 class TokenPicker;
 
 struct SlotConfig {
@@ -63,7 +63,7 @@ class Slot {
   // Feeds one generated token; returns its logits (valid until the next call). No checkpoints,
   // no allocation in the slot (cached tokens are reserved to n_ctx, pass buffers are reused).
   std::span<const float> decode(int32_t token);
-  // Speculative decoding (serve/speculator.h, docs/speculation.md) through the backend's
+  // Speculative decoding (serve/spec/speculator.h, docs/speculation.md) through the backend's
   // draft / verify / roll_back: a ModelBackend needs a model with an MTP block
   // (std::logic_error), a bad cfg is std::invalid_argument. From the next pass on, prompt
   // passes also feed the drafter (and retain rollback states).
@@ -78,7 +78,7 @@ class Slot {
   // then the next token, which is not fed yet (pass it to the next call) — exactly what
   // 1 + accepted rounds of decode() + picker.pick() would produce. At most max_tokens tokens;
   // an emitted stop token ends the list. Valid until the next call.
-  // constraint: the request's grammar (serve/draft_constraint.h) when it has one; the picker then
+  // constraint: the request's grammar (serve/spec/draft_constraint.h) when it has one; the picker then
   // picks under the same grammar.
   std::span<const int32_t> decode_speculative(int32_t token, TokenPicker& picker, int64_t max_tokens = INT64_MAX,
                                               std::span<const int32_t> stop_tokens = {},
@@ -86,7 +86,7 @@ class Slot {
   // Finishes the open request (also done by the next prefill) and returns its statistics.
   const RequestStats& end_request();
 
-  // --- The slot's state as a whole (slot save/restore/erase, unloading; serve/state_file.h) ---
+  // --- The slot's state as a whole (slot save/restore/erase, unloading; serve/lifecycle/state_file.h) ---
   // A copy of what the slot holds: tokens, images, the whole sequence and the checkpoints.
   PromptCacheEntry export_state() const;
   // Ends an open request, then replaces what the slot holds by e (its checkpoints become the

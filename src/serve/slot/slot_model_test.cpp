@@ -1,7 +1,7 @@
 // The slot on the real engine (tiny generated model): whatever the policy, consolidation,
 // prompt cache and restore path, greedy outputs equal those of a plain full prefill, and the
 // dry-run replay of the same token streams reproduces every count of the real run.
-#include "serve/slot.h"
+#include "serve/slot/slot.h"
 
 #include <gtest/gtest.h>
 
@@ -11,9 +11,9 @@
 
 #include "model/qwen35/qwen35_model.h"
 #include "model/test_models.h"
-#include "serve/dry_run.h"
-#include "serve/model_backend.h"
-#include "serve/policy_factory.h"
+#include "serve/backend/dry_run.h"
+#include "serve/backend/model_backend.h"
+#include "serve/policy/policy_factory.h"
 
 namespace tandem::serve {
 namespace {

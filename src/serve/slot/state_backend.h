@@ -18,8 +18,8 @@
 
 #include "model/sequence_state.h"
 #include "runtime/binary_io.h"
-#include "serve/draft_constraint.h"
-#include "serve/spec_config.h"
+#include "serve/spec/draft_constraint.h"
+#include "serve/spec/spec_config.h"
 
 namespace tandem::serve {
 
@@ -31,7 +31,7 @@ class SavedSequence {
   virtual int64_t n_tokens() const = 0;  // the rows it holds
   // Which backend kind wrote it: load_sequence accepts only its own kind's.
   virtual std::string_view kind() const = 0;
-  // Its bytes in a state file (serve/state_file.h); StateBackend::read_sequence reads them back.
+  // Its bytes in a state file (serve/lifecycle/state_file.h); StateBackend::read_sequence reads them back.
   virtual void write(BinaryWriter& w) const = 0;
 };
 
@@ -58,7 +58,7 @@ struct ImageRowsPiece {
   int64_t n_rows = 0;
   int nx = 0, ny = 0;       // the image's grid
   int64_t first_row = 0;    // the first row's index in the image
-  int32_t placeholder = 0;  // the token the rows hold in the slot's list (serve/prompt.h)
+  int32_t placeholder = 0;  // the token the rows hold in the slot's list (serve/slot/prompt.h)
 };
 
 class StateBackend {
@@ -101,7 +101,7 @@ class StateBackend {
   virtual std::unique_ptr<SavedSequence> save_sequence() const = 0;
   virtual void load_sequence(const SavedSequence& saved) = 0;
 
-  // --- States on disk and unloading (serve/state_file.h, Engine's --unload-idle-s) ---
+  // --- States on disk and unloading (serve/lifecycle/state_file.h, Engine's --unload-idle-s) ---
   // What a state file records of the state's shape ("kind: sizes"), so that a file written under
   // another layout is refused by name before any of it is read.
   virtual std::string state_layout() const = 0;
@@ -114,7 +114,7 @@ class StateBackend {
   virtual void release_memory() = 0;
   virtual void reacquire_memory() = 0;
 
-  // --- Speculative decoding (serve/speculator.h decides; the backend drafts and verifies) ---
+  // --- Speculative decoding (serve/spec/speculator.h decides; the backend drafts and verifies) ---
   // Drafting under cfg from now on (again: the new cfg): prompt passes then also keep what the
   // drafter and a later rollback need (ModelBackend: the MTP head's input rows, the last
   // draft_max + 1 states). Throws std::logic_error when the backend cannot draft (no MTP head).

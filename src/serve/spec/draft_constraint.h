@@ -2,8 +2,8 @@
 // The speculator asks it for the tokens the grammar forces at a draft position (free drafts: no
 // MTP call, proposed to verification like any other) and hands it to the backend, whose drafter
 // proposes only tokens it allows. Drafting never changes what is emitted: every verified row is
-// picked under the grammar's mask (serve/grammar_picker.h), so a draft the target would not pick
-// is rejected as usual. serve/grammar_drafts.h implements it over a grammar::Matcher.
+// picked under the grammar's mask (serve/engine/grammar_picker.h), so a draft the target would not pick
+// is rejected as usual. serve/spec/grammar_drafts.h implements it over a grammar::Matcher.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "serve/grammar_drafts.h"
+#include "serve/spec/grammar_drafts.h"
 
 #include <stdexcept>
 #include <string>

@@ -1,4 +1,4 @@
-// A request's grammar as the speculator's DraftConstraint (serve/draft_constraint.h): the draft
+// A request's grammar as the speculator's DraftConstraint (serve/spec/draft_constraint.h): the draft
 // position is a grammar state copied from the request's matcher at begin() and moved by each
 // draft, so drafting never touches the committed state (a rejected draft needs no grammar
 // roll-back: the picker advances the matcher by the emitted tokens only).
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "grammar/compiled_grammar.h"
-#include "serve/draft_constraint.h"
+#include "serve/spec/draft_constraint.h"
 
 namespace tandem::serve {
 

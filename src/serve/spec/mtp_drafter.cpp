@@ -1,4 +1,4 @@
-#include "serve/mtp_drafter.h"
+#include "serve/spec/mtp_drafter.h"
 
 #include <algorithm>
 #include <chrono>

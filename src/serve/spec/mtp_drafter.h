@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "model/qwen35/qwen35_model.h"
-#include "serve/draft_constraint.h"
-#include "serve/spec_config.h"
+#include "serve/spec/draft_constraint.h"
+#include "serve/spec/spec_config.h"
 
 namespace tandem::serve {
 

@@ -1,6 +1,6 @@
 // The speculative-decoding settings (docs/speculation.md). One struct read by the two halves of
-// speculation: the Speculator (serve/speculator.h: how many drafts, what is accepted) and the
-// state backend that drafts and verifies (serve/state_backend.h). The booleans after
+// speculation: the Speculator (serve/spec/speculator.h: how many drafts, what is accepted) and the
+// state backend that drafts and verifies (serve/slot/state_backend.h). The booleans after
 // `p_min` are the paper's ablation switches (§4.3): each turns one mechanism off without
 // changing the output, so that the ablations run in one binary.
 #pragma once

@@ -1,4 +1,4 @@
-#include "serve/speculator.h"
+#include "serve/spec/speculator.h"
 
 #include <algorithm>
 #include <optional>

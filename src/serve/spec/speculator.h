@@ -5,7 +5,7 @@
 // One step, from a state at position P and the token `last` chosen for P (not yet fed):
 //   1. draft: up to k = min(draft_max, max_tokens - 1, room) tokens — under a request's grammar
 //      (SpecLimits::constraint) first the tokens it forces (no MTP call), else the backend's
-//      drafts (serve/mtp_drafter.h: only tokens the grammar allows) followed by the run the grammar
+//      drafts (serve/spec/mtp_drafter.h: only tokens the grammar allows) followed by the run the grammar
 //      forces after them; fewer than draft_min: none;
 //   2. verify: ONE backend pass over [last, d1..dk] with every row's logits;
 //   3. accept: the picker chooses the target's token at each row in order (greedy: argmax; with a
@@ -25,8 +25,8 @@
 #include <span>
 #include <vector>
 
-#include "serve/spec_config.h"
-#include "serve/state_backend.h"
+#include "serve/spec/spec_config.h"
+#include "serve/slot/state_backend.h"
 
 namespace tandem::serve {
 
@@ -58,8 +58,8 @@ struct SpecLimits {
   // The tokens the state consumed ([0, n_past)): needed only after the state was replaced
   // (a prompt-cache load) to know the tokens of positions the drafter never saw.
   std::span<const int32_t> context;
-  // The request's grammar (serve/draft_constraint.h), at the state after `last`; null: none. The
-  // picker must apply the same grammar's mask (serve/grammar_picker.h): drafts only propose.
+  // The request's grammar (serve/spec/draft_constraint.h), at the state after `last`; null: none. The
+  // picker must apply the same grammar's mask (serve/engine/grammar_picker.h): drafts only propose.
   DraftConstraint* constraint = nullptr;
 };
 

@@ -1,4 +1,4 @@
-// Speculative decoding (serve/speculator.h) on the tiny generated models (F32 and Q8_0):
+// Speculative decoding (serve/spec/speculator.h) on the tiny generated models (F32 and Q8_0):
 //  * exactness: greedy (and seeded sampled) outputs with speculation equal those without, under
 //    every switch combination, across checkpoint restores and prompt-cache loads, with the MTP
 //    head's own drafts and with forced-accept / forced-reject / accept-exactly-j drafters;
@@ -6,7 +6,7 @@
 //    to that position, for every j;
 //  * the MTP head stays in step with the trunk: after restores its drafts equal a fresh head's;
 //  * the trimmed draft head: selection, file round trip, loader errors, drafting over it.
-#include "serve/speculator.h"
+#include "serve/spec/speculator.h"
 
 #include <gtest/gtest.h>
 
@@ -24,10 +24,10 @@
 #include "gguf/gguf_writer.h"
 #include "model/draft_vocab.h"
 #include "model/test_models.h"
-#include "serve/dry_run.h"
-#include "serve/model_backend.h"
-#include "serve/policy_factory.h"
-#include "serve/slot.h"
+#include "serve/backend/dry_run.h"
+#include "serve/backend/model_backend.h"
+#include "serve/policy/policy_factory.h"
+#include "serve/slot/slot.h"
 #include "text/sampler.h"
 #include "model/test_paths.h"
 

@@ -15,11 +15,11 @@
 #include "agent/request_tokens.h"
 #include "agent/sim.h"
 #include "agent/sim_test_util.h"
-#include "http/routes/http_test_util.h"
 #include "http/api/request_log.h"
+#include "http/routes/http_test_util.h"
 #include "http/routes/server.h"
-#include "serve/engine/engine.h"
 #include "model/test_paths.h"
+#include "serve/engine/engine.h"
 
 namespace tandem::agent {
 namespace {

@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "http/routes/http_test_util.h"
 #include "http/api/request_log.h"
+#include "http/routes/http_test_util.h"
 #include "http/routes/server.h"
 #include "serve/engine/engine.h"
 

@@ -8,8 +8,8 @@
 #include <stdexcept>
 
 #include "http/api/api_error.h"
-#include "http/transport/auth.h"
 #include "http/api/error_map.h"
+#include "http/transport/auth.h"
 #include "http/transport/memory_policy.h"
 #include "http/transport/request_framing.h"
 #include "http/transport/router.h"

@@ -15,10 +15,10 @@
 #include <span>
 #include <vector>
 
-#include "serve/policy/checkpoint_policy.h"
 #include "serve/backend/null_backend.h"
 #include "serve/backend/recorded_request.h"
 #include "serve/meter/request_stats.h"
+#include "serve/policy/checkpoint_policy.h"
 #include "serve/slot/slot.h"
 
 namespace tandem::serve {

@@ -9,8 +9,8 @@
 #include <memory>
 
 #include "model/hybrid_model.h"
-#include "serve/spec/mtp_drafter.h"
 #include "serve/slot/state_backend.h"
+#include "serve/spec/mtp_drafter.h"
 
 namespace tandem::serve {
 

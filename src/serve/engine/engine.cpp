@@ -9,9 +9,9 @@
 #include <limits>
 #include <utility>
 
-#include "serve/meter/flop_model.h"
 #include "serve/backend/model_backend.h"
 #include "serve/lifecycle/watched_backend.h"
+#include "serve/meter/flop_model.h"
 #include "vision/vision_model.h"
 
 namespace tandem::serve {

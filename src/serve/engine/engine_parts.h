@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "serve/engine/engine.h"
-#include "serve/spec/grammar_drafts.h"
 #include "serve/engine/grammar_picker.h"
+#include "serve/spec/grammar_drafts.h"
 #include "text/stop_strings.h"
 
 namespace tandem::serve {

@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "serve/meter/request_stats.h"
 #include "serve/engine/token_logprobs.h"
+#include "serve/meter/request_stats.h"
 
 namespace tandem::serve {
 

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "grammar/compiled_grammar.h"
-#include "serve/spec/speculator.h"
 #include "serve/engine/token_logprobs.h"
+#include "serve/spec/speculator.h"
 #include "text/sampler.h"
 
 namespace tandem::serve {

@@ -16,9 +16,9 @@
 #include "model/qwen35/qwen35_model.h"
 #include "model/test_models.h"
 #include "serve/backend/model_backend.h"
+#include "serve/lifecycle/state_store.h"
 #include "serve/policy/policy_factory.h"
 #include "serve/slot/slot.h"
-#include "serve/lifecycle/state_store.h"
 
 namespace tandem::serve {
 namespace {

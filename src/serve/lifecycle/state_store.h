@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "serve/slot/prompt_cache.h"
 #include "serve/lifecycle/state_file.h"
+#include "serve/slot/prompt_cache.h"
 
 namespace tandem::serve {
 

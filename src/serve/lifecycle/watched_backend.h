@@ -7,8 +7,8 @@
 
 #include <memory>
 
-#include "serve/slot/state_backend.h"
 #include "serve/lifecycle/watchdog.h"
+#include "serve/slot/state_backend.h"
 
 namespace tandem::serve {
 

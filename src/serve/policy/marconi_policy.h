@@ -15,9 +15,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "serve/policy/checkpoint_policy.h"
-#include "serve/meter/flop_model.h"
 #include "serve/backend/recorded_request.h"
+#include "serve/meter/flop_model.h"
+#include "serve/policy/checkpoint_policy.h"
 #include "serve/policy/stock_batching.h"
 
 namespace tandem::serve {

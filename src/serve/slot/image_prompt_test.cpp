@@ -6,8 +6,8 @@
 
 #include "serve/policy/divergence_policy.h"
 #include "serve/policy/marconi_policy.h"
-#include "serve/serve_test_util.h"
 #include "serve/policy/stock_policy.h"
+#include "serve/serve_test_util.h"
 
 namespace tandem::serve {
 namespace {

@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "serve/serve_test_util.h"
 #include "serve/policy/stock_policy.h"
+#include "serve/serve_test_util.h"
 
 namespace tandem::serve {
 namespace {

@@ -14,14 +14,14 @@
 #include <span>
 #include <vector>
 
+#include "serve/meter/request_stats.h"
 #include "serve/policy/batch_planner.h"
-#include "serve/slot/checkpoint.h"
 #include "serve/policy/checkpoint_policy.h"
+#include "serve/slot/checkpoint.h"
 #include "serve/slot/prompt.h"
 #include "serve/slot/prompt_cache.h"
-#include "serve/meter/request_stats.h"
-#include "serve/spec/spec_config.h"
 #include "serve/slot/state_backend.h"
+#include "serve/spec/spec_config.h"
 
 namespace tandem::serve {
 

@@ -25,8 +25,8 @@
 #include <span>
 #include <vector>
 
-#include "serve/spec/spec_config.h"
 #include "serve/slot/state_backend.h"
+#include "serve/spec/spec_config.h"
 
 namespace tandem::serve {
 

@@ -18,28 +18,28 @@
 #include <thread>
 #include <vector>
 
-#include "http/transport/memory_policy.h"
 #include "http/api/request_log.h"
 #include "http/routes/server.h"
-#include "http/server_options.h"
+#include "http/transport/memory_policy.h"
 #include "model/architectures.h"
 #include "runtime/cpu_features.h"
 #include "serve/engine/engine.h"
+#include "serve/settings/server_options.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 #include "vision/vision_model.h"
 
 int main(int argc, char** argv) {
   using namespace tandem;
-  http::ServerOptions opt;
+  serve::ServerOptions opt;
   try {
-    opt = http::parse_server_args(std::vector<std::string>(argv + 1, argv + argc));
+    opt = serve::parse_server_args(std::vector<std::string>(argv + 1, argv + argc));
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tandem-server: %s\n\n%s", e.what(), http::server_usage().c_str());
+    std::fprintf(stderr, "tandem-server: %s\n\n%s", e.what(), serve::server_usage().c_str());
     return 2;
   }
   if (opt.help) {
-    std::fputs(http::server_usage().c_str(), stdout);
+    std::fputs(serve::server_usage().c_str(), stdout);
     return 0;
   }
   // Test hook (http/routes/server_watchdog_test.cpp): every forward pass hangs, the stuck worker the

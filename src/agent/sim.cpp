@@ -7,13 +7,13 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "http/server_options.h"
 #include "serve/backend/dry_run.h"
+#include "serve/backend/null_backend.h"
 #include "serve/engine/encoder_cache.h"
 #include "serve/meter/flop_model.h"
-#include "serve/backend/null_backend.h"
-#include "serve/slot/prompt_cache.h"
+#include "serve/settings/server_options.h"
 #include "serve/settings/serving_settings.h"
+#include "serve/slot/prompt_cache.h"
 
 namespace tandem::agent {
 
@@ -45,7 +45,7 @@ std::vector<std::string> split_args(const std::string& s) {
 
 ServeSettings parse_serve_flags(const std::vector<std::string>& args, ServeSettings s) {
   const auto& serving = serve::serving_settings();
-  const auto& front = http::front_end_settings();
+  const auto& front = serve::front_end_settings();
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (const auto* r = serve::find_setting<serve::EngineConfig>(serving, a)) {
@@ -55,7 +55,7 @@ ServeSettings parse_serve_flags(const std::vector<std::string>& args, ServeSetti
         continue;
       }
       if (!r->value.empty() && ++i >= args.size()) throw std::invalid_argument(a + " needs a value");
-    } else if (const auto* f = serve::find_setting<http::ServerOptions>(front, a)) {
+    } else if (const auto* f = serve::find_setting<serve::ServerOptions>(front, a)) {
       if (!f->value.empty() && ++i >= args.size()) throw std::invalid_argument(a + " needs a value");
     } else if (a != "--verbose" && a != "-v") {
       throw std::invalid_argument("unknown server flag \"" + a + "\" for the replay model");

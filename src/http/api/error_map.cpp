@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "serve/engine/engine.h"
+#include "serve/request/request_error.h"
 
 namespace tandem::http {
 
@@ -15,6 +16,8 @@ ApiError map_exception(std::exception_ptr e) {
     return x;
   } catch (const serve::EngineBusy& x) {
     return unavailable(x.what());
+  } catch (const serve::RequestError& x) {  // reading or assembling a request: the field it names
+    return bad_request(x.what(), x.field());
   } catch (const std::invalid_argument& x) {
     return bad_request(x.what());
   } catch (const std::length_error& x) {

@@ -1,4 +1,5 @@
-// Exceptions -> HTTP errors: ApiError as it is; serve::EngineBusy -> 503; std::invalid_argument
+// Exceptions -> HTTP errors: ApiError as it is; serve::EngineBusy -> 503; serve::RequestError (a
+// request read or assembled below http/) -> 400 naming its field; std::invalid_argument
 // and std::length_error (what the engine and the text layer throw for bad input) -> 400; anything
 // else -> 500. Handlers throw; one wrapper answers.
 #pragma once

@@ -1,9 +1,12 @@
 #include "http/api/grammar_request.h"
 
 #include "http/api/api_error.h"
-#include "http/json_fields.h"
+#include "serve/request/json_fields.h"
 
 namespace tandem::http {
+
+using serve::opt_bool;
+using serve::opt_string;
 
 namespace {
 
@@ -19,7 +22,7 @@ grammar::JsonWhitespace whitespace_of(const Json& body, grammar::JsonWhitespace 
                     "tandem.json_whitespace");
 }
 
-void from_schema(const Json& schema, const std::string& field, grammar::JsonWhitespace ws, GrammarRequest& out) {
+void from_schema(const Json& schema, const std::string& field, grammar::JsonWhitespace ws, serve::GrammarRequest& out) {
   if (!schema.is_object() && !schema.is_boolean())
     throw bad_request("'" + field + "' must be a JSON Schema object, got " + schema.type_name(), field);
   try {
@@ -46,8 +49,8 @@ const Json* present(const Json& body, const char* key) {
 
 }  // namespace
 
-GrammarRequest parse_grammar_request(const Json& body, bool chat, grammar::JsonWhitespace default_whitespace) {
-  GrammarRequest out;
+serve::GrammarRequest parse_grammar_request(const Json& body, bool chat, grammar::JsonWhitespace default_whitespace) {
+  serve::GrammarRequest out;
   const grammar::JsonWhitespace ws = whitespace_of(body, default_whitespace);
   const std::string gbnf = grammar_text(body);
   const Json* schema = present(body, "json_schema");

@@ -17,16 +17,11 @@
 
 #include "grammar/json_schema.h"
 #include "http/api/json_text.h"
+#include "serve/request/request.h"
 
 namespace tandem::http {
 
-struct GrammarRequest {
-  std::string gbnf;                   // empty: unconstrained
-  std::string field;                  // the field it came from (errors name it)
-  std::vector<std::string> warnings;  // unsupported schema keywords (returned with the response)
-};
-
 // Throws ApiError (400) naming the field for a wrong shape or a schema that cannot be converted.
-GrammarRequest parse_grammar_request(const Json& body, bool chat, grammar::JsonWhitespace default_whitespace);
+serve::GrammarRequest parse_grammar_request(const Json& body, bool chat, grammar::JsonWhitespace default_whitespace);
 
 }  // namespace tandem::http

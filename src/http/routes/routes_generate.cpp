@@ -8,17 +8,20 @@
 #include <memory>
 
 #include "http/api/api_error.h"
-#include "http/routes/connection_watch.h"
 #include "http/api/error_map.h"
-#include "http/json_fields.h"
 #include "http/api/logprobs_json.h"
 #include "http/api/request_parse.h"
 #include "http/api/response_json.h"
-#include "http/routes/server.h"
 #include "http/api/sse.h"
+#include "http/routes/connection_watch.h"
+#include "http/routes/server.h"
 #include "serve/engine/engine.h"
+#include "serve/request/json_fields.h"
+#include "serve/request/prompt_assembly.h"
 
 namespace tandem::http {
+
+using serve::parse_json_object;
 
 namespace {
 
@@ -40,6 +43,22 @@ std::optional<ApiError> failure_of(const serve::GenerationResult& r, bool server
   return std::nullopt;
 }
 
+// What the prompt assembly takes from this server: the tokenizer and template, the engine's image
+// layout (when it has a vision model) and limit, the media marker, and the context to fit.
+serve::PromptContext prompt_context(const serve::Engine& engine, const text::ChatTemplate& tmpl, const std::string& marker,
+                                    size_t max_token_bytes) {
+  serve::PromptContext c;
+  c.tok = &engine.tokenizer();
+  c.tmpl = &tmpl;
+  if (engine.has_vision())
+    c.image_params = [&engine](const vision::ImageBudget& b) { return engine.image_params(b); };
+  c.max_images = engine.config().images.max_per_request;
+  c.media_marker = marker;
+  c.n_ctx = engine.config().n_ctx;
+  c.max_token_bytes = max_token_bytes;
+  return c;
+}
+
 struct StreamState {
   std::shared_ptr<serve::Generation> gen;
   ResponseMeta meta;
@@ -56,34 +75,34 @@ struct StreamState {
 void HttpServer::generate(const httplib::Request& req, httplib::Response& res, Api api) {
   const Json body = parse_json_object(req.body);
   ParseContext ctx;
-  ctx.tok = &engine_.tokenizer();
   ctx.tmpl = &tmpl_;
   ctx.n_ctx = engine_.config().n_ctx;
   ctx.n_parallel = engine_.config().n_parallel;
   ctx.model_names = cfg_.model_names;
   ctx.json_whitespace = cfg_.json_whitespace;
-  ctx.engine = &engine_;
-  ctx.media_marker = cfg_.media_marker;
-  ctx.max_token_bytes = max_token_bytes_;
   const bool chat = api == Api::OpenAiChat;
-  ParsedRequest pr = chat ? parse_chat_request(body, ctx) : parse_completion_request(body, ctx);
-  const int64_t n_prompt = static_cast<int64_t>(pr.engine.prompt.size());
-  if (!pr.grammar.gbnf.empty()) {
+  // JSON -> the request object (http/api/request_parse.cpp) -> the engine's input, through the one
+  // prompt assembly the dry run calls too (serve/request/prompt_assembly.h).
+  const ParsedRequest pr = chat ? parse_chat_request(body, ctx) : parse_completion_request(body, ctx);
+  serve::EngineRequest er = serve::assemble_prompt(pr.request, prompt_context(engine_, tmpl_, cfg_.media_marker, max_token_bytes_));
+  const int64_t n_prompt = static_cast<int64_t>(er.prompt.size());
+  const serve::GrammarRequest& grammar = pr.request.grammar;
+  if (!grammar.gbnf.empty()) {
     try {
-      pr.engine.params.grammar = engine_.compile_grammar(pr.grammar.gbnf);
+      er.params.grammar = engine_.compile_grammar(grammar.gbnf);
     } catch (const grammar::GrammarError& e) {
       // A schema's GBNF failing to compile is our converter's fault, but still the request's input.
-      throw bad_request("'" + pr.grammar.field + "': " + e.what(), pr.grammar.field);
+      throw bad_request("'" + grammar.field + "': " + e.what(), grammar.field);
     }
   }
 
-  const bool logprobs = pr.engine.params.logprobs;
-  std::shared_ptr<serve::Generation> gen = engine_.submit(std::move(pr.engine));
+  const bool logprobs = er.params.logprobs;
+  std::shared_ptr<serve::Generation> gen = engine_.submit(std::move(er));
   ResponseMeta meta;
   meta.id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(gen->id());
   meta.created = static_cast<int64_t>(std::time(nullptr));
   meta.model = pr.model;
-  meta.warnings = pr.grammar.warnings;
+  meta.warnings = grammar.warnings;
   ConnectionWatch watch = ConnectionWatch::current();
 
   if (!pr.stream) {

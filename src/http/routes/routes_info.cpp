@@ -6,11 +6,11 @@
 #include <cstdio>
 
 #include "http/api/api_error.h"
-#include "http/json_fields.h"
-#include "http/transport/memory_policy.h"
-#include "http/routes/metrics_text.h"
 #include "http/api/request_parse.h"
+#include "http/routes/metrics_text.h"
 #include "http/routes/server.h"
+#include "http/transport/memory_policy.h"
+#include "serve/request/json_fields.h"
 
 #include "model/hybrid_model.h"
 #include "serve/engine/engine.h"
@@ -20,6 +20,9 @@
 #include "text/scratch.h"
 
 namespace tandem::http {
+
+using serve::parse_json_object;
+using serve::opt_bool;
 
 namespace {
 

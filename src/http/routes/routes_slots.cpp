@@ -8,12 +8,14 @@
 #include <system_error>
 
 #include "http/api/api_error.h"
-#include "http/json_fields.h"
 #include "http/routes/server.h"
 #include "serve/engine/engine.h"
 #include "serve/lifecycle/state_file.h"
+#include "serve/request/json_fields.h"
 
 namespace tandem::http {
+
+using serve::parse_json_object;
 
 void HttpServer::slot_action(const httplib::Request& req, httplib::Response& res) {
   const std::string id_text = req.matches.size() > 1 ? std::string(req.matches[1]) : std::string();

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "http/routes/http_test_util.h"
-#include "http/server_options.h"
+#include "serve/settings/server_options.h"
 
 namespace tandem::http {
 namespace {
@@ -99,7 +99,7 @@ TEST(HttpSpeculation, ModelWithoutMtpDraftsOnlyWhatAGrammarForces) {
 }
 
 TEST(ServerOptions, SpeculationFlags) {
-  const ServerOptions o = parse_server_args({"-m", "x.gguf", "--spec", "on", "--draft-max", "2", "--draft-min", "1",
+  const serve::ServerOptions o = serve::parse_server_args({"-m", "x.gguf", "--spec", "on", "--draft-max", "2", "--draft-min", "1",
                                              "--draft-p-min", "0.25", "--spec-rollback-aware", "off",
                                              "--spec-column-shared", "off", "--spec-trimmed-head", "off",
                                              "--spec-rollback", "copy", "--spec-mtp", "off", "--spec-forced", "off",
@@ -116,16 +116,16 @@ TEST(ServerOptions, SpeculationFlags) {
   EXPECT_FALSE(o.engine.speculation.forced_drafts);
   EXPECT_TRUE(o.json_compact);
   EXPECT_EQ(o.engine.grammar_cache_mib, 8u);
-  EXPECT_TRUE(default_server_options().engine.speculation.mtp_drafts);
-  EXPECT_TRUE(default_server_options().engine.speculation.forced_drafts);
-  EXPECT_FALSE(default_server_options().json_compact);
-  EXPECT_THROW(parse_server_args({"-m", "x.gguf", "--json-whitespace", "tight"}), std::invalid_argument);
-  EXPECT_TRUE(default_server_options().engine.speculation.replay_rollback);
-  EXPECT_FALSE(default_server_options().engine.speculation.enabled);
-  EXPECT_THROW(parse_server_args({"-m", "x.gguf", "--spec-rollback", "maybe"}), std::invalid_argument);
-  EXPECT_THROW(parse_server_args({"-m", "x.gguf", "--draft-p-min", "1.5"}), std::invalid_argument);
-  EXPECT_THROW(parse_server_args({"-m", "x.gguf", "--draft-max", "0"}), std::invalid_argument);
-  EXPECT_THROW(parse_server_args({"-m", "x.gguf", "--draft-min", "4", "--draft-max", "2"}), std::invalid_argument);
+  EXPECT_TRUE(serve::default_server_options().engine.speculation.mtp_drafts);
+  EXPECT_TRUE(serve::default_server_options().engine.speculation.forced_drafts);
+  EXPECT_FALSE(serve::default_server_options().json_compact);
+  EXPECT_THROW(serve::parse_server_args({"-m", "x.gguf", "--json-whitespace", "tight"}), std::invalid_argument);
+  EXPECT_TRUE(serve::default_server_options().engine.speculation.replay_rollback);
+  EXPECT_FALSE(serve::default_server_options().engine.speculation.enabled);
+  EXPECT_THROW(serve::parse_server_args({"-m", "x.gguf", "--spec-rollback", "maybe"}), std::invalid_argument);
+  EXPECT_THROW(serve::parse_server_args({"-m", "x.gguf", "--draft-p-min", "1.5"}), std::invalid_argument);
+  EXPECT_THROW(serve::parse_server_args({"-m", "x.gguf", "--draft-max", "0"}), std::invalid_argument);
+  EXPECT_THROW(serve::parse_server_args({"-m", "x.gguf", "--draft-min", "4", "--draft-max", "2"}), std::invalid_argument);
 }
 
 }  // namespace

@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include "http/routes/metrics_text.h"
-#include "http/api/request_parse.h"
 #include "http/routes/http_test_util.h"
+#include "http/routes/metrics_text.h"
+#include "serve/request/prompt_assembly.h"
 
 namespace tandem::http {
 namespace {
@@ -27,14 +27,14 @@ TEST(RequestParse, UserStartsOfRawPrompts) {
   const std::string p = "<|im_start|>system\nrules<|im_end|>\n<|im_start|>user\nfirst<|im_end|>\n"
                         "<|im_start|>assistant\nok<|im_end|>\n<|im_start|>user\nsecond<|im_end|>\n<|im_start|>assistant\n";
   const std::vector<int32_t> ids = tok.encode(p);
-  const std::vector<int64_t> starts = find_user_starts(tok, ids);
+  const std::vector<int64_t> starts = serve::find_user_starts(tok, ids);
   ASSERT_EQ(starts.size(), 2u);
   for (int64_t s : starts) {
     std::string role;
     for (size_t k = static_cast<size_t>(s); k < ids.size() && role.size() < 17; ++k) tok.append_token(role, ids[k]);
     EXPECT_EQ(role.rfind("<|im_start|>user", 0), 0u) << role;
   }
-  EXPECT_TRUE(find_user_starts(tok, tok.encode("no chat here")).empty());
+  EXPECT_TRUE(serve::find_user_starts(tok, tok.encode("no chat here")).empty());
 }
 
 TEST(MetricsText, EveryLineIsAPrometheusSampleOrComment) {

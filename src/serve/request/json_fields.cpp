@@ -1,11 +1,11 @@
-#include "http/json_fields.h"
+#include "serve/request/json_fields.h"
 
 #include <cmath>
 #include <sstream>
 
-#include "http/api/api_error.h"
+#include "serve/request/request_error.h"
 
-namespace tandem::http {
+namespace tandem::serve {
 
 namespace {
 const Json* field(const Json& obj, const char* key) {
@@ -77,18 +77,18 @@ Json parse_json_object(const std::string& body) {
     std::string what = e.what();
     // "[json.exception.parse_error.101] parse error at line 1, column 5: ..." -> the useful part
     if (const size_t at = what.find("parse error"); at != std::string::npos) what = what.substr(at);
-    throw bad_request("the request body is not valid JSON (" + what + ")");
+    throw RequestError("the request body is not valid JSON (" + what + ")");
   } catch (const nlohmann::json::exception& e) {
     // A number too large for a double (1e400; nlohmann's out_of_range.406): never a 500, and the
     // field it was in is named.
     std::string what = e.what();
     if (const size_t at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
     const std::string field = where.path();
-    throw bad_request((field.empty() ? std::string("the request body") : "'" + field + "'") + ": " + what +
+    throw RequestError((field.empty() ? std::string("the request body") : "'" + field + "'") + ": " + what +
                           " (numbers must fit a double: at most about 1.8e308 in magnitude)",
                       field.substr(0, field.find_first_of(".[")));
   }
-  if (!j.is_object()) throw bad_request("the request body must be a JSON object, got " + type_name(j));
+  if (!j.is_object()) throw RequestError("the request body must be a JSON object, got " + type_name(j));
   // Copying or printing JSON recurses: refuse absurd nesting before anything walks the value
   // (this walk keeps its own stack).
   std::vector<std::pair<const Json*, int>> todo{{&j, 1}};
@@ -96,7 +96,7 @@ Json parse_json_object(const std::string& body) {
     const auto [v, depth] = todo.back();
     todo.pop_back();
     if (depth > kMaxJsonDepth)
-      throw bad_request("the request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+      throw RequestError("the request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     if (v->is_structured())
       for (const Json& e : *v) todo.emplace_back(&e, depth + 1);
   }
@@ -106,7 +106,7 @@ Json parse_json_object(const std::string& body) {
 std::optional<bool> opt_bool(const Json& obj, const char* key) {
   const Json* v = field(obj, key);
   if (!v) return std::nullopt;
-  if (!v->is_boolean()) throw bad_request(std::string("'") + key + "' must be a boolean, got " + type_name(*v), key);
+  if (!v->is_boolean()) throw RequestError(std::string("'") + key + "' must be a boolean, got " + type_name(*v), key);
   return v->get<bool>();
 }
 
@@ -114,7 +114,7 @@ std::optional<int64_t> opt_int(const Json& obj, const char* key, int64_t lo, int
   const Json* v = field(obj, key);
   if (!v) return std::nullopt;
   const auto out_of_range = [&](const std::string& got) {
-    return bad_request(std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+    return RequestError(std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
                            "], got " + got,
                        key);
   };
@@ -129,11 +129,11 @@ std::optional<int64_t> opt_int(const Json& obj, const char* key, int64_t lo, int
     // 16.0 is accepted as 16; an integral value past 2^53 (where doubles skip integers, and where
     // an integer literal past 2^64 lands) is out of every range here.
     const double d = v->get<double>();
-    if (std::fabs(d) >= 9e15) throw out_of_range(to_text(*v));
+    if (std::fabs(d) >= 9e15) throw out_of_range(v->dump(-1, ' ', false, Json::error_handler_t::replace));
     x = static_cast<int64_t>(d);
   } else {
-    throw bad_request(std::string("'") + key + "' must be an integer, got " +
-                          (v->is_number() ? "the number " + to_text(*v) : type_name(*v)),
+    throw RequestError(std::string("'") + key + "' must be an integer, got " +
+                          (v->is_number() ? "the number " + v->dump(-1, ' ', false, Json::error_handler_t::replace) : type_name(*v)),
                       key);
   }
   if (x < lo || x > hi) throw out_of_range(std::to_string(x));
@@ -143,17 +143,17 @@ std::optional<int64_t> opt_int(const Json& obj, const char* key, int64_t lo, int
 std::optional<double> opt_number(const Json& obj, const char* key, double lo, double hi) {
   const Json* v = field(obj, key);
   if (!v) return std::nullopt;
-  if (!v->is_number()) throw bad_request(std::string("'") + key + "' must be a number, got " + type_name(*v), key);
+  if (!v->is_number()) throw RequestError(std::string("'") + key + "' must be a number, got " + type_name(*v), key);
   const double x = v->get<double>();
   if (!(x >= lo && x <= hi))
-    throw bad_request(std::string("'") + key + "' must be in [" + num(lo) + ", " + num(hi) + "], got " + num(x), key);
+    throw RequestError(std::string("'") + key + "' must be in [" + num(lo) + ", " + num(hi) + "], got " + num(x), key);
   return x;
 }
 
 std::optional<std::string> opt_string(const Json& obj, const char* key) {
   const Json* v = field(obj, key);
   if (!v) return std::nullopt;
-  if (!v->is_string()) throw bad_request(std::string("'") + key + "' must be a string, got " + type_name(*v), key);
+  if (!v->is_string()) throw RequestError(std::string("'") + key + "' must be a string, got " + type_name(*v), key);
   return v->get<std::string>();
 }
 
@@ -161,7 +161,7 @@ std::vector<std::string> opt_string_list(const Json& obj, const char* key, size_
   const Json* v = field(obj, key);
   std::vector<std::string> out;
   if (!v) return out;
-  const auto bad = [&](const std::string& what) { return bad_request(std::string("'") + key + "' " + what, key); };
+  const auto bad = [&](const std::string& what) { return RequestError(std::string("'") + key + "' " + what, key); };
   if (v->is_string()) {
     out.push_back(v->get<std::string>());
   } else if (v->is_array()) {
@@ -178,4 +178,4 @@ std::vector<std::string> opt_string_list(const Json& obj, const char* key, size_
   return out;
 }
 
-}  // namespace tandem::http
+}  // namespace tandem::serve

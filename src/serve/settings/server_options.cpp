@@ -1,14 +1,21 @@
-#include "http/server_options.h"
+#include "serve/settings/server_options.h"
 
 #include <stdexcept>
 
-namespace tandem::http {
+namespace tandem::serve {
 
 namespace {
 
-using serve::setting_int;
 
 constexpr int64_t kBig = int64_t(1) << 40;
+
+// An integer row (serving_settings.h's builder; no front-end row changes a count).
+template <class Field>
+FrontEndSetting int_row(std::vector<std::string> names, std::vector<std::string> aliases, std::string value,
+                        std::string help, int64_t lo, int64_t hi, Field field) {
+  return int_setting<ServerOptions>(std::move(names), std::move(aliases), std::move(value), std::move(help), false, lo,
+                                    hi, field);
+}
 
 FrontEndSetting row(std::vector<std::string> names, std::vector<std::string> aliases, std::string value, std::string help,
                     std::function<void(ServerOptions&, const std::string&, const std::string&)> set,
@@ -34,26 +41,22 @@ std::vector<FrontEndSetting> make_table() {
                   [](O& o, S, S v) { o.mmproj_path = v; }));
   t.push_back(row({"--host"}, {}, "ADDR", "listen address (default {})", [](O& o, S, S v) { o.host = v; },
                   [](const O& o) { return o.host; }));
-  t.push_back(row({"--port"}, {}, "N", "port (default {}; 0 = pick a free one and print it)",
-                  [](O& o, S f, S v) { o.port = static_cast<int>(setting_int(f, v, 0, 65535)); },
-                  [](const O& o) { return std::to_string(o.port); }));
+  t.push_back(int_row({"--port"}, {}, "N", "port (default {}; 0 = pick a free one and print it)",
+                      0, 65535, [](auto& o) -> auto& { return o.port; }));
   t.push_back(row({"--api-key"}, {}, "KEY", "require \"Authorization: Bearer KEY\" on everything but /health",
                   [](O& o, S, S v) { o.api_key = v; }));
   t.push_back(row({"--alias"}, {"-a"}, "NAME", "also accept NAME as the request's \"model\" (repeatable)",
                   [](O& o, S, S v) { o.aliases.push_back(v); }));
-  t.push_back(row({"-t", "--threads"}, {}, "N", "compute threads (default: one per physical core)",
-                  [](O& o, S f, S v) { o.threads = static_cast<int>(setting_int(f, v, 0, 4096)); },
-                  [](const O& o) { return std::to_string(o.threads); }));
-  t.push_back(row({"--http-threads"}, {}, "N", "threads that run complete requests (default: parallel + queue + 8)",
-                  [](O& o, S f, S v) { o.http_threads = static_cast<int>(setting_int(f, v, 0, 4096)); },
-                  [](const O& o) { return std::to_string(o.http_threads); }));
-  t.push_back(row({"--idle-release-ms"}, {}, "N", "release compute resources after N ms idle, 0 = never (default {})",
-                  [](O& o, S f, S v) { o.idle_release_ms = setting_int(f, v, 0, kBig); },
-                  [](const O& o) { return std::to_string(o.idle_release_ms); }));
+  t.push_back(int_row({"-t", "--threads"}, {}, "N", "compute threads (default: one per physical core)",
+                      0, 4096, [](auto& o) -> auto& { return o.threads; }));
+  t.push_back(int_row({"--http-threads"}, {}, "N", "threads that run complete requests (default: parallel + queue + 8)",
+                      0, 4096, [](auto& o) -> auto& { return o.http_threads; }));
+  t.push_back(int_row({"--idle-release-ms"}, {}, "N", "release compute resources after N ms idle, 0 = never (default {})",
+                      0, kBig, [](auto& o) -> auto& { return o.idle_release_ms; }));
   t.push_back(row({"--cpu-dma-latency"}, {}, "",
                   "while active, hold a /dev/cpu_dma_latency request (no deep C-states)\n"
                   "when that device is writable; closed on release (default {})",
-                  [](O& o, S, S) { o.cpu_dma_latency = true; }, [](const O& o) { return serve::on_off(o.cpu_dma_latency); }));
+                  [](O& o, S, S) { o.cpu_dma_latency = true; }, [](const O& o) { return on_off(o.cpu_dma_latency); }));
   t.push_back(row({"--log-requests"}, {}, "FILE", "append one JSON line per request (all serving numbers, token ids)",
                   [](O& o, S, S v) { o.log_requests = v; }));
   t.push_back(row({"--cpu-path"}, {}, "T", "kernel tier: scalar | avx2 | avx512 | amx (x86-64), neon | dotprod | i8mm (Arm64) (default: the best available)",
@@ -77,30 +80,24 @@ std::vector<FrontEndSetting> make_table() {
                   "also answer requests whose Host is NAME (repeatable); localhost, IP\n"
                   "addresses and --host always are; '*' accepts any Host and Origin",
                   [](O& o, S, S v) { o.allow_hosts.push_back(v); }));
-  t.push_back(row({"--max-connections"}, {}, "N",
-                  "open connections; at the cap the idle or slowest one makes room,\n"
-                  "503 when all run requests (default {})",
-                  [](O& o, S f, S v) { o.max_connections = static_cast<int>(setting_int(f, v, 1, 1 << 20)); },
-                  [](const O& o) { return std::to_string(o.max_connections); }));
-  t.push_back(row({"--request-timeout-s"}, {}, "S",
-                  "a request's head and body must arrive within S s of its first byte;\n"
-                  "slower clients get 408 and are dropped (default {})",
-                  [](O& o, S f, S v) { o.request_timeout_s = static_cast<int>(setting_int(f, v, 1, 3600)); },
-                  [](const O& o) { return std::to_string(o.request_timeout_s); }));
-  t.push_back(row({"--keep-alive-s"}, {}, "S", "close a connection idle between requests after S s (default {})",
-                  [](O& o, S f, S v) { o.keep_alive_s = static_cast<int>(setting_int(f, v, 1, 3600)); },
-                  [](const O& o) { return std::to_string(o.keep_alive_s); }));
-  t.push_back(row({"--write-timeout-s"}, {}, "S", "drop a client that accepts no answer bytes for S s (default {})",
-                  [](O& o, S f, S v) { o.write_timeout_s = static_cast<int>(setting_int(f, v, 1, 3600)); },
-                  [](const O& o) { return std::to_string(o.write_timeout_s); }));
-  t.push_back(row({"--max-body-mib"}, {}, "MIB", "largest request body, any transfer encoding; beyond: 413 (default {})",
-                  [](O& o, S f, S v) { o.max_body_mib = setting_int(f, v, 1, 4096); },
-                  [](const O& o) { return std::to_string(o.max_body_mib); }));
-  t.push_back(row({"--max-buffered-mib"}, {}, "MIB",
-                  "request bytes held across all connections until answered; a request\n"
-                  "that would pass it gets 503 before its body is read (default {})",
-                  [](O& o, S f, S v) { o.max_buffered_mib = setting_int(f, v, 1, 1 << 20); },
-                  [](const O& o) { return std::to_string(o.max_buffered_mib); }));
+  t.push_back(int_row({"--max-connections"}, {}, "N",
+                      "open connections; at the cap the idle or slowest one makes room,\n"
+                      "503 when all run requests (default {})",
+                      1, 1 << 20, [](auto& o) -> auto& { return o.max_connections; }));
+  t.push_back(int_row({"--request-timeout-s"}, {}, "S",
+                      "a request's head and body must arrive within S s of its first byte;\n"
+                      "slower clients get 408 and are dropped (default {})",
+                      1, 3600, [](auto& o) -> auto& { return o.request_timeout_s; }));
+  t.push_back(int_row({"--keep-alive-s"}, {}, "S", "close a connection idle between requests after S s (default {})",
+                      1, 3600, [](auto& o) -> auto& { return o.keep_alive_s; }));
+  t.push_back(int_row({"--write-timeout-s"}, {}, "S", "drop a client that accepts no answer bytes for S s (default {})",
+                      1, 3600, [](auto& o) -> auto& { return o.write_timeout_s; }));
+  t.push_back(int_row({"--max-body-mib"}, {}, "MIB", "largest request body, any transfer encoding; beyond: 413 (default {})",
+                      1, 4096, [](auto& o) -> auto& { return o.max_body_mib; }));
+  t.push_back(int_row({"--max-buffered-mib"}, {}, "MIB",
+                      "request bytes held across all connections until answered; a request\n"
+                      "that would pass it gets 503 before its body is read (default {})",
+                      1, 1 << 20, [](auto& o) -> auto& { return o.max_buffered_mib; }));
   t.push_back(row({"-h", "--help"}, {}, "", "this text", [](O& o, S, S) { o.help = true; }));
   return t;
 }
@@ -117,16 +114,16 @@ ServerOptions default_server_options() { return ServerOptions{}; }
 ServerOptions parse_server_args(const std::vector<std::string>& args) {
   ServerOptions o = default_server_options();
   const auto& front = front_end_settings();
-  const auto& serving = serve::serving_settings();
+  const auto& serving = serving_settings();
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (const auto* r = serve::find_setting<ServerOptions>(front, a)) serve::apply_setting(*r, o, args, i);
-    else if (const auto* s = serve::find_setting<serve::EngineConfig>(serving, a)) serve::apply_setting(*s, o.engine, args, i);
+    if (const auto* r = find_setting<ServerOptions>(front, a)) apply_setting(*r, o, args, i);
+    else if (const auto* s = find_setting<EngineConfig>(serving, a)) apply_setting(*s, o.engine, args, i);
     else throw std::invalid_argument("unknown argument '" + a + "' (see --help)");
   }
   if (o.help) return o;
   if (o.model_path.empty()) throw std::invalid_argument("-m MODEL.gguf is required");
-  serve::validate_serving(o.engine);
+  validate_serving(o.engine);
   if (o.max_buffered_mib < o.max_body_mib)
     throw std::invalid_argument("--max-buffered-mib " + std::to_string(o.max_buffered_mib) + " is below --max-body-mib " +
                                 std::to_string(o.max_body_mib) + ": a request of the largest size could never be read");
@@ -139,9 +136,9 @@ std::string server_usage() {
       "\n"
       "OpenAI-compatible (/v1/chat/completions) and llama.cpp-compatible (/completion) HTTP server.\n"
       "\n";
-  u += serve::settings_help<ServerOptions>(front_end_settings(), ServerOptions{});
+  u += settings_help<ServerOptions>(front_end_settings(), ServerOptions{});
   u += "\nServing settings (tandem-sim --config takes the same flags; GET /props shows them):\n";
-  u += serve::settings_help<serve::EngineConfig>(serve::serving_settings(), serve::EngineConfig{});
+  u += settings_help<EngineConfig>(serving_settings(), EngineConfig{});
   u +=
       "\n"
       "Endpoints: POST /v1/chat/completions, POST /completion, GET /health, GET /slots, GET /metrics,\n"
@@ -152,4 +149,4 @@ std::string server_usage() {
   return u;
 }
 
-}  // namespace tandem::http
+}  // namespace tandem::serve

@@ -1,8 +1,11 @@
 // tandem-server's command line -> ServerOptions (kept out of main so that tests parse flags too).
-// Two tables of the same row type (serve::SettingRow): the front end's own flags below (model,
-// listen address, threads, idle release, ...: none changes a count), and the serving settings of
-// serve/settings/serving_settings.h (everything in EngineConfig). The parser and --help read both; the
-// defaults are the member initializers (ServerOptions' and EngineConfig's), nowhere else.
+// Two tables of the same row type (SettingRow): the front end's own flags below (model, listen
+// address, threads, idle release, ...: none changes a count), and the serving settings of
+// serving_settings.h (everything in EngineConfig). The parser and --help read both; the defaults
+// are the member initializers (ServerOptions' and EngineConfig's), nowhere else. Below http/,
+// beside the serving settings, because tandem-sim reads a server's command line too
+// (agent::parse_serve_flags: it skips these rows with their values) and agent/ does not include
+// http/; the HTTP server takes what it needs as its own HttpServerConfig.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +15,7 @@
 #include "serve/engine/engine.h"
 #include "serve/settings/serving_settings.h"
 
-namespace tandem::http {
+namespace tandem::serve {
 
 struct ServerOptions {
   std::string model_path;             // -m
@@ -37,11 +40,11 @@ struct ServerOptions {
   int write_timeout_s = 30;           // --write-timeout-s
   int64_t max_body_mib = 32;          // --max-body-mib (every transfer encoding)
   int64_t max_buffered_mib = 256;     // --max-buffered-mib (request bytes held across connections)
-  serve::EngineConfig engine;         // the serving settings (serve::serving_settings(): --ctx-size, --parallel, ...)
+  EngineConfig engine;         // the serving settings (serve::serving_settings(): --ctx-size, --parallel, ...)
   bool help = false;                  // --help
 };
 
-using FrontEndSetting = serve::SettingRow<ServerOptions>;
+using FrontEndSetting = SettingRow<ServerOptions>;
 // The front end's own flags, in --help order (none changes the replay model's counts).
 const std::vector<FrontEndSetting>& front_end_settings();
 
@@ -52,4 +55,4 @@ ServerOptions parse_server_args(const std::vector<std::string>& args);
 // Generated from the two tables.
 std::string server_usage();
 
-}  // namespace tandem::http
+}  // namespace tandem::serve

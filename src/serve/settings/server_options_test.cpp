@@ -1,10 +1,10 @@
-#include "http/server_options.h"
+#include "serve/settings/server_options.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
-namespace tandem::http {
+namespace tandem::serve {
 namespace {
 
 TEST(ServerOptions, DefaultsAreTheDocumentedOnes) {
@@ -127,4 +127,4 @@ TEST(ServerOptions, OneTableOfSettings) {
 }
 
 }  // namespace
-}  // namespace tandem::http
+}  // namespace tandem::serve

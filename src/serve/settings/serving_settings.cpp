@@ -3,7 +3,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <sstream>
-#include <type_traits>
 
 namespace tandem::serve {
 
@@ -72,36 +71,16 @@ std::string probability_text(float p) {
   return o.str();
 }
 
-// A row of an integer field in [lo, hi].
+// This table's rows (the builders of serving_settings.h over EngineConfig).
 template <class Field>
 ServingSetting int_row(std::vector<std::string> names, std::vector<std::string> aliases, std::string value,
                        std::string help, bool counts, int64_t lo, int64_t hi, Field field) {
-  ServingSetting r;
-  r.names = std::move(names);
-  r.aliases = std::move(aliases);
-  r.value = std::move(value);
-  r.help = std::move(help);
-  r.changes_counts = counts;
-  r.set = [=](EngineConfig& c, const std::string& flag, const std::string& v) {
-    auto& f = field(c);
-    f = static_cast<std::remove_reference_t<decltype(f)>>(setting_int(flag, v, lo, hi));
-  };
-  r.get = [=](const EngineConfig& c) { return std::to_string(field(c)); };
-  return r;
+  return int_setting<EngineConfig>(std::move(names), std::move(aliases), std::move(value), std::move(help), counts, lo,
+                                   hi, field);
 }
-
-// A row of an on|off field.
 template <class Field>
 ServingSetting on_off_row(std::vector<std::string> names, std::string help, bool counts, bool ablation, Field field) {
-  ServingSetting r;
-  r.names = std::move(names);
-  r.value = "on|off";
-  r.help = std::move(help);
-  r.changes_counts = counts;
-  r.ablation = ablation;
-  r.set = [=](EngineConfig& c, const std::string& flag, const std::string& v) { field(c) = setting_on_off(flag, v); };
-  r.get = [=](const EngineConfig& c) { return on_off(field(c)); };
-  return r;
+  return on_off_setting<EngineConfig>(std::move(names), std::move(help), counts, ablation, field);
 }
 
 std::vector<ServingSetting> make_table() {

@@ -2,7 +2,7 @@
 // sets (tandem-server's flags, with llama.cpp's names where llama.cpp has one). Each row has its
 // names, its value syntax, its help text, whether the replay model's counts depend on it, whether
 // it is one of the paper's ablation switches, and a setter and a getter. The table is read by
-//   - tandem-server's parser and --help (http/server_options.cpp, which adds the front end's own
+//   - tandem-server's parser and --help (serve/settings/server_options.cpp, which adds the front end's own
 //     rows: host, port, threads, ... built from the same row type),
 //   - GET /props ("settings": every row's current value and default, http/routes/routes_info.cpp),
 //   - tandem-sim's --config (agent::parse_serve_flags: the rows that change counts apply, the
@@ -25,6 +25,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "serve/engine/engine.h"
@@ -81,6 +82,38 @@ std::string on_off(bool on);
 // the help with "{}" replaced by default_text.
 std::string setting_help_line(const std::vector<std::string>& names, const std::string& value, const std::string& help,
                               const std::string& default_text);
+
+// A row of an integer field in [lo, hi] and a row of an on|off field; `field` maps a Target to the
+// field ([](auto& c) -> auto& { return c.n_ctx; }). Both tables build their rows with these.
+template <class Target, class Field>
+SettingRow<Target> int_setting(std::vector<std::string> names, std::vector<std::string> aliases, std::string value,
+                               std::string help, bool counts, int64_t lo, int64_t hi, Field field) {
+  SettingRow<Target> r;
+  r.names = std::move(names);
+  r.aliases = std::move(aliases);
+  r.value = std::move(value);
+  r.help = std::move(help);
+  r.changes_counts = counts;
+  r.set = [=](Target& c, const std::string& flag, const std::string& v) {
+    auto& f = field(c);
+    f = static_cast<std::remove_reference_t<decltype(f)>>(setting_int(flag, v, lo, hi));
+  };
+  r.get = [=](const Target& c) { return std::to_string(field(c)); };
+  return r;
+}
+template <class Target, class Field>
+SettingRow<Target> on_off_setting(std::vector<std::string> names, std::string help, bool counts, bool ablation,
+                                  Field field) {
+  SettingRow<Target> r;
+  r.names = std::move(names);
+  r.value = "on|off";
+  r.help = std::move(help);
+  r.changes_counts = counts;
+  r.ablation = ablation;
+  r.set = [=](Target& c, const std::string& flag, const std::string& v) { field(c) = setting_on_off(flag, v); };
+  r.get = [=](const Target& c) { return on_off(field(c)); };
+  return r;
+}
 
 template <class Target>
 const SettingRow<Target>* find_setting(std::span<const SettingRow<Target>> rows, std::string_view name) {

@@ -1,5 +1,5 @@
 // Helpers for the HTTP tests: an in-process server on a free loopback port over the tiny
-// generated model, a raw socket client (to hang up mid-request), SSE parsing, polling.
+// generated model (model/test_support.h), a raw socket client (to hang up mid-request), SSE parsing.
 #pragma once
 
 #include <arpa/inet.h>
@@ -24,50 +24,17 @@
 #include "http/api/request_log.h"
 #include "http/routes/server.h"
 #include "model/qwen35/qwen35_model.h"
-#include "model/test_models.h"
+#include "model/test_support.h"
 #include "serve/engine/engine.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
-#include "vision/vision_generator.h"
 #include "vision/vision_model.h"
 
 namespace tandem::http::testing {
 
-// The model and tokenizer, loaded once per test process.
-struct TinyModel {
-  std::unique_ptr<Qwen35Model> model;
-  std::unique_ptr<text::Tokenizer> tok;
-  text::ChatTemplate tmpl{text::ChatTemplateFamily::ChatML};
-
-  // A random mmproj of the golden tower's shape, whose rows have the tiny model's width (256):
-  // written and loaded once per test process.
-  vision::VisionModel* vision() {
-    static std::unique_ptr<vision::VisionModel> v = [] {
-      vision::MmprojGenOptions g;
-      g.type = GgmlType::F32;
-      // One file per process (ctest runs tests as concurrent processes); mapped, then unlinked.
-      const std::string path = ::testing::TempDir() + "/tandem-http-mmproj-" + std::to_string(::getpid()) + ".gguf";
-      vision::write_mmproj(path, g);
-      vision::VisionLoadOptions vo;
-      vo.n_threads = 2;
-      auto m = vision::VisionModel::load(path, vo);
-      std::remove(path.c_str());
-      return m;
-    }();
-    return v.get();
-  }
-
-  static TinyModel& get() {
-    static TinyModel m = [] {
-      TinyModel t;
-      t.model = Qwen35Model::load(ensure_tiny_model("F32"), 2);
-      t.tok = text::Tokenizer::from_gguf(t.model->file());
-      t.tmpl = text::ChatTemplate::from_gguf_template(t.tok->vocab().chat_template());
-      return t;
-    }();
-    return m;
-  }
-};
+// The tiny model and the polling wait every suite shares (model/test_support.h).
+using test_support::TinyModel;
+using test_support::wait_until;
 
 inline serve::EngineConfig small_engine(int parallel = 1, int queue = 8, int64_t n_ctx = 1024) {
   serve::EngineConfig c;
@@ -137,16 +104,6 @@ struct TestServer {
   }
 };
 
-// Polls pred every 5 ms until it holds or `timeout` passes.
-inline bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return pred();
-}
-
 inline bool all_slots_idle(const serve::Engine& e) {
   const auto s = e.snapshot();
   for (const auto& sl : s.slots)
@@ -169,15 +126,8 @@ class RawClient {
   ~RawClient() { close(); }
   bool ok() const { return fd_ >= 0; }
   bool post(const std::string& path, const std::string& body) {
-    const std::string req = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                            "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-    size_t off = 0;
-    while (off < req.size()) {
-      const ssize_t n = ::send(fd_, req.data() + off, req.size() - off, MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      off += static_cast<size_t>(n);
-    }
-    return true;
+    return send_raw("POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
   }
   // Sends bytes as they are (framing tests).
   bool send_raw(const std::string& bytes) {
@@ -193,29 +143,15 @@ class RawClient {
   bool read_to_close(std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
     const auto end = std::chrono::steady_clock::now() + timeout;
     for (;;) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
-      if (left.count() <= 0) return false;
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
-      char buf[4096];
-      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) return true;
-      received_.append(buf, static_cast<size_t>(n));
+      const int r = receive(end);
+      if (r <= 0) return r == 0;
     }
   }
   // Reads until `needle` has arrived (true) or timeout / end of stream (false).
   bool read_until(const std::string& needle, std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
     const auto end = std::chrono::steady_clock::now() + timeout;
-    while (received_.find(needle) == std::string::npos) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
-      if (left.count() <= 0) return false;
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
-      char buf[4096];
-      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) return received_.find(needle) != std::string::npos;
-      received_.append(buf, static_cast<size_t>(n));
-    }
+    while (received_.find(needle) == std::string::npos)
+      if (receive(end) <= 0) return false;
     return true;
   }
   const std::string& received() const { return received_; }
@@ -225,6 +161,22 @@ class RawClient {
   }
 
  private:
+  // Waits for bytes until `end` and appends them: 1 when some arrived, 0 when the peer closed, -1
+  // at the deadline.
+  int receive(std::chrono::steady_clock::time_point end) {
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return -1;
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return 0;
+      received_.append(buf, static_cast<size_t>(n));
+      return 1;
+    }
+  }
+
   int fd_ = -1;
   std::string received_;
 };
@@ -241,16 +193,6 @@ inline std::vector<std::string> sse_data(const std::string& body) {
     pos = end + 2;
   }
   return out;
-}
-
-// Resident set size of this process, from /proc/self/statm.
-inline size_t rss_bytes() {
-  std::FILE* f = std::fopen("/proc/self/statm", "r");
-  if (!f) return 0;
-  unsigned long size = 0, resident = 0;
-  const int n = std::fscanf(f, "%lu %lu", &size, &resident);
-  std::fclose(f);
-  return n == 2 ? resident * static_cast<size_t>(sysconf(_SC_PAGESIZE)) : 0;
 }
 
 }  // namespace tandem::http::testing

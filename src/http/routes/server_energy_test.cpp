@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "http/routes/http_test_util.h"
+#include "model/test_support.h"
 
 namespace tandem::http {
 namespace {
@@ -95,11 +96,7 @@ TEST(HttpEnergy, WithoutRaplCpuTimeIsReportedAndEnergyIsNull) {
 
 TEST(HttpEnergy, WithReadableRaplEnergyIsANumber) {
   const fs::path root = fs::path(::testing::TempDir()) / ("tandem-http-powercap-" + std::to_string(::getpid()));
-  fs::remove_all(root);
-  fs::create_directories(root / "intel-rapl:0");
-  std::ofstream(root / "intel-rapl:0/name") << "package-0\n";
-  std::ofstream(root / "intel-rapl:0/max_energy_range_uj") << "262143328850\n";
-  std::ofstream(root / "intel-rapl:0/energy_uj") << "5000000\n";
+  test_support::write_fake_rapl(root, 262143328850, 5000000);
   {
     TestServer s(with_powercap(root.string()));
     // The fake counter does not move during the request: its figure is an exact 0, a number.
@@ -108,7 +105,7 @@ TEST(HttpEnergy, WithReadableRaplEnergyIsANumber) {
     EXPECT_EQ(chat["timings"]["energy_j"].get<double>(), 0.0);
     EXPECT_TRUE(s.take_records().at(0)["timings"]["energy_j"].is_number());
 
-    std::ofstream(root / "intel-rapl:0/energy_uj", std::ios::trunc) << "8500000\n";  // 3.5 J later
+    test_support::set_rapl_energy(root, 8500000);  // 3.5 J later
     const std::string m = metrics(s);
     EXPECT_EQ(sample(m, "tandem_energy_available"), 1.0);
     ASSERT_TRUE(sample(m, "tandem_package_energy_joules_total")) << m;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "http/routes/http_test_util.h"
+#include "model/test_support.h"
 
 namespace tandem::http {
 namespace {
@@ -17,15 +18,7 @@ namespace {
 using namespace testing;
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::path(::testing::TempDir()) / (name + "-" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using test_support::TempDir;
 
 Json parse(const httplib::Result& r) {
   EXPECT_TRUE(r) << "no response";

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "http/routes/http_test_util.h"
+#include "http/transport/memory_policy.h"
 
 namespace tandem::http {
 namespace {
@@ -245,7 +246,7 @@ TEST(HttpLoad, FourSlotsThirtyTwoRequestsFourHangUps) {
 
   // A first round warms up allocator arenas and HTTP threads; the second is measured.
   run_round(false);
-  const size_t rss_before = rss_bytes();
+  const size_t rss_before = process_rss_bytes();
   const auto snap0 = s.engine->snapshot();
   run_round(true);
   const auto snap = s.engine->snapshot();
@@ -261,7 +262,7 @@ TEST(HttpLoad, FourSlotsThirtyTwoRequestsFourHangUps) {
   ASSERT_TRUE(h);
   EXPECT_EQ(h->status, 200);
 
-  const size_t rss_after = rss_bytes();
+  const size_t rss_after = process_rss_bytes();
 #if defined(__SANITIZE_ADDRESS__)
   const size_t tolerance = size_t(256) << 20;  // ASan's quarantine holds freed memory; LSan checks leaks
 #else

@@ -23,6 +23,7 @@
 
 #include "http/routes/http_test_util.h"
 #include "model/test_paths.h"
+#include "serve/lifecycle/watchdog_test_util.h"
 
 extern char** environ;
 
@@ -41,27 +42,8 @@ Json chat_body(const std::string& user, bool stream = false) {
 }
 
 // Blocks the scheduler in forward passes until opened.
-struct Gate {
-  std::mutex m;
-  std::condition_variable cv;
-  bool open_ = false;
-  void hook(const serve::WorkUnit& u) {
-    if (u.kind != serve::WorkKind::Pass) return;
-    std::unique_lock lk(m);
-    cv.wait(lk, [&] { return open_; });
-  }
-  void open() {
-    {
-      std::lock_guard lk(m);
-      open_ = true;
-    }
-    cv.notify_all();
-  }
-};
-struct OpenOnExit {
-  std::shared_ptr<Gate> g;
-  ~OpenOnExit() { g->open(); }
-};
+using Gate = serve::testing::WatchdogGate;
+using serve::testing::OpenOnExit;
 
 TEST(HttpWatchdog, HealthAndTheClientSeeAHungPassThenTheServerRecovers) {
   auto gate = std::make_shared<Gate>();

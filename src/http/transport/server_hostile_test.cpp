@@ -10,6 +10,7 @@
 #include "http/routes/http_test_util.h"
 #include "http/transport/memory_policy.h"
 #include "http/transport/transport.h"
+#include "model/test_support.h"
 
 namespace tandem::http {
 namespace {
@@ -18,15 +19,7 @@ using namespace testing;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::path(::testing::TempDir()) / (name + "-" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using test_support::TempDir;
 
 // Status and body of a raw exchange: sends bytes, reads to the close (every refusal closes).
 struct Raw {

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "model/qwen35/qwen35_model.h"
-#include "model/test_models.h"
-#include "serve/engine/engine.h"
+#include "model/test_support.h"
 #include "serve/backend/model_backend.h"
+#include "serve/engine/engine.h"
 #include "serve/policy/policy_factory.h"
 #include "serve/request/request_image.h"
 #include "serve/slot/slot.h"
@@ -36,31 +36,6 @@ namespace tandem::serve {
 namespace {
 
 using namespace std::chrono_literals;
-
-struct Loaded {
-  std::unique_ptr<Qwen35Model> model;
-  std::unique_ptr<text::Tokenizer> tok;
-  std::unique_ptr<vision::VisionModel> vision;
-};
-
-Loaded& tiny() {
-  static Loaded l = [] {
-    Loaded x;
-    x.model = Qwen35Model::load(ensure_tiny_model("F32"), 2);
-    x.tok = text::Tokenizer::from_gguf(x.model->file());
-    vision::MmprojGenOptions g;  // the golden tower's shape: rows of the tiny model's width (256)
-    g.type = GgmlType::F32;
-    // One file per process (ctest runs tests as concurrent processes); mapped, then unlinked.
-    const std::string path = ::testing::TempDir() + "/tandem-engine-image-mmproj-" + std::to_string(::getpid()) + ".gguf";
-    vision::write_mmproj(path, g);
-    vision::VisionLoadOptions vo;
-    vo.n_threads = 2;
-    x.vision = vision::VisionModel::load(path, vo);
-    std::remove(path.c_str());
-    return x;
-  }();
-  return l;
-}
 
 std::shared_ptr<const vision::RgbImage> screen(int w, int h, uint32_t seed) {
   auto img = std::make_shared<vision::RgbImage>();
@@ -103,13 +78,13 @@ GenerationResult run(Engine& e, EngineRequest r) {
 }
 
 TEST(EngineImages, SlotPrefillEqualsPrefillMultimodal) {
-  Loaded& t = tiny();
-  Engine e(*t.model, *t.tok, cfg(), t.vision.get());
+  test_support::TinyModel& t = test_support::TinyModel::get();
+  Engine e(*t.model, *t.tok, cfg(), t.vision());
   const auto original = screen(90, 70, 1);
   const EngineRequest r = image_request(e, "Look: ", original, " What now?");
   const RequestImage& im = r.images[0];
   std::vector<float> rows;  // llama.cpp's whole preprocessing of the decoded image, then the encoder
-  t.vision->encode(vision::preprocess(*original, e.image_params()), rows);
+  t.vision()->encode(vision::preprocess(*original, e.image_params()), rows);
   ASSERT_EQ(static_cast<int64_t>(rows.size()), im.chunk.rows() * t.model->hparams().n_embd);
 
   // The reference: prefill_multimodal over mtmd's chunks on a fresh sequence.
@@ -132,9 +107,9 @@ TEST(EngineImages, SlotPrefillEqualsPrefillMultimodal) {
 }
 
 TEST(EngineImages, GreedyIsTheSameWithSpeculationAndAcrossRestores) {
-  Loaded& t = tiny();
-  Engine plain(*t.model, *t.tok, cfg(false), t.vision.get());
-  Engine spec(*t.model, *t.tok, cfg(true), t.vision.get());
+  test_support::TinyModel& t = test_support::TinyModel::get();
+  Engine plain(*t.model, *t.tok, cfg(false), t.vision());
+  Engine spec(*t.model, *t.tok, cfg(true), t.vision());
   const std::string rules = "You operate a phone. Answer with one JSON action. ";
   // Three steps share the text before the screenshot; the screens differ. Step 2 keeps the
   // state at the image's first row (divergence: L = the image), step 3 restores it.
@@ -151,15 +126,15 @@ TEST(EngineImages, GreedyIsTheSameWithSpeculationAndAcrossRestores) {
   EXPECT_EQ(a.stats.restore_pos, image_begin);  // restored, not recomputed
   EXPECT_GT(b.stats.verify_passes, 0);          // drafting after an image ran
 
-  Engine fresh(*t.model, *t.tok, cfg(false), t.vision.get());
+  Engine fresh(*t.model, *t.tok, cfg(false), t.vision());
   const auto c = run(fresh, image_request(fresh, rules + "Step 1.", screen(90, 70, 3), " Act."));
   EXPECT_EQ(c.output, a.output);
   EXPECT_EQ(c.stats.restore_pos, 0);
 }
 
 TEST(EngineImages, EncoderCacheSkipsTheEncoderForTheSameScreenAndBudget) {
-  Loaded& t = tiny();
-  Engine e(*t.model, *t.tok, cfg(), t.vision.get());
+  test_support::TinyModel& t = test_support::TinyModel::get();
+  Engine e(*t.model, *t.tok, cfg(), t.vision());
   const auto img = screen(300, 200, 3);  // above both budgets: 16 and 8 tokens
   const auto r1 = run(e, image_request(e, "First question. ", img, " Go."));
   EXPECT_EQ(r1.stats.images_encoded, 1);
@@ -199,8 +174,8 @@ TEST(EngineImages, EncoderCacheSkipsTheEncoderForTheSameScreenAndBudget) {
 }
 
 TEST(EngineImages, ImagesNeedAVisionModelAndRespectTheLimit) {
-  Loaded& t = tiny();
-  Engine with(*t.model, *t.tok, cfg(), t.vision.get());
+  test_support::TinyModel& t = test_support::TinyModel::get();
+  Engine with(*t.model, *t.tok, cfg(), t.vision());
   EngineRequest r = image_request(with, "x ", screen(40, 40, 4), " y");
   Engine without(*t.model, *t.tok, cfg());
   try {
@@ -211,7 +186,7 @@ TEST(EngineImages, ImagesNeedAVisionModelAndRespectTheLimit) {
   }
   EngineConfig one = cfg();
   one.images.max_per_request = 0;
-  Engine limited(*t.model, *t.tok, one, t.vision.get());
+  Engine limited(*t.model, *t.tok, one, t.vision());
   EXPECT_THROW(limited.submit(r), std::invalid_argument);
   // A placeholder row that does not belong to the image it claims: refused before any state moves.
   EngineRequest bad = r;

@@ -17,7 +17,9 @@
 
 #include "model/qwen35/qwen35_model.h"
 #include "model/test_models.h"
+#include "model/test_support.h"
 #include "serve/engine/engine.h"
+#include "serve/engine/engine_test_util.h"
 #include "serve/lifecycle/state_file.h"
 #include "text/tokenizer.h"
 
@@ -62,17 +64,7 @@ EngineConfig config(const fs::path& state_dir = {}) {
 }
 
 GenerationResult ask(Engine& e, const std::vector<int32_t>& prompt) {
-  EngineRequest r;
-  r.prompt = prompt;
-  r.user_starts = {static_cast<int64_t>(e.tokenizer().encode(kSystem).size())};
-  r.params.sampling.temperature = 0.0f;
-  r.params.n_predict = 6;
-  r.params.ignore_eos = true;
-  r.params.logprobs = true;
-  r.params.top_logprobs = 3;
-  auto g = e.submit(std::move(r));
-  EXPECT_TRUE(g->wait_done(120s));
-  return g->result();
+  return testing::ask_greedy(e, prompt, {static_cast<int64_t>(e.tokenizer().encode(kSystem).size())}, 6, 3);
 }
 
 void expect_same_answer(const GenerationResult& a, const GenerationResult& b, const std::string& where) {
@@ -85,24 +77,8 @@ void expect_same_answer(const GenerationResult& a, const GenerationResult& b, co
   }
 }
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::path(::testing::TempDir()) / (name + "-" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
-
-bool wait_for(const std::function<bool()>& pred, std::chrono::milliseconds limit = 30s) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return pred();
-}
+using test_support::TempDir;
+using test_support::wait_until;
 
 TEST(EngineLifecycle, ARestartedEngineRestoresTheRulesAndAnswersAsAnUninterruptedOne) {
   Tiny t(ensure_tiny_model("F32"));
@@ -157,7 +133,7 @@ TEST(EngineLifecycle, UnloadsAfterIdleAndReloadsForTheNextRequest) {
     } else {
       EXPECT_EQ(r.cold_start_ms, 0.0);
     }
-    ASSERT_TRUE(wait_for([&] { return !e.snapshot().lifecycle.weights_loaded; })) << "no unload after " << k;
+    ASSERT_TRUE(wait_until([&] { return !e.snapshot().lifecycle.weights_loaded; })) << "no unload after " << k;
     EXPECT_FALSE(t.model->weights_loaded());
     const EngineSnapshot s = e.snapshot();
     EXPECT_EQ(s.slots[0].n_cached, 0);
@@ -184,7 +160,7 @@ TEST(EngineLifecycle, AModelFileChangedWhileUnloadedIsRefusedUntilItIsBack) {
   Engine e(*t.model, *t.tok, c);
   const GenerationResult first = ask(e, prompts[0]);
   ASSERT_NE(first.reason, FinishReason::Error) << first.error;
-  ASSERT_TRUE(wait_for([&] { return !e.snapshot().lifecycle.weights_loaded; }));
+  ASSERT_TRUE(wait_until([&] { return !e.snapshot().lifecycle.weights_loaded; }));
 
   fs::copy_file(ensure_tiny_model("Q8_0"), file, fs::copy_options::overwrite_existing);
   const GenerationResult refused = ask(e, prompts[1]);

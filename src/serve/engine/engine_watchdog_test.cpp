@@ -21,8 +21,9 @@
 #include <thread>
 
 #include "model/qwen35/qwen35_model.h"
-#include "model/test_models.h"
+#include "model/test_support.h"
 #include "serve/engine/engine.h"
+#include "serve/lifecycle/watchdog_test_util.h"
 #include "serve/request/request_image.h"
 #include "text/tokenizer.h"
 #include "vision/multimodal_prompt.h"
@@ -34,69 +35,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct Loaded {
-  std::unique_ptr<Qwen35Model> model;
-  std::unique_ptr<text::Tokenizer> tok;
-};
-
-Loaded& tiny() {
-  static Loaded l = [] {
-    Loaded x;
-    x.model = Qwen35Model::load(ensure_tiny_model("F32"), 2);
-    x.tok = text::Tokenizer::from_gguf(x.model->file());
-    return x;
-  }();
-  return l;
-}
-
-vision::VisionModel* tiny_vision() {
-  static std::unique_ptr<vision::VisionModel> v = [] {
-    vision::MmprojGenOptions g;  // rows of the tiny model's width (256)
-    g.type = GgmlType::F32;
-    const std::string path = ::testing::TempDir() + "/tandem-watchdog-mmproj-" + std::to_string(::getpid()) + ".gguf";
-    vision::write_mmproj(path, g);
-    vision::VisionLoadOptions vo;
-    vo.n_threads = 2;
-    auto m = vision::VisionModel::load(path, vo);
-    std::remove(path.c_str());
-    return m;
-  }();
-  return v.get();
-}
-
-// A hang the test injects: the hook blocks the scheduler thread in units of `kind` until open().
-struct Gate {
-  WorkKind kind;
-  std::mutex m;
-  std::condition_variable cv;
-  bool open_ = false;
-  int entered = 0;
-  explicit Gate(WorkKind k) : kind(k) {}
-  void hook(const WorkUnit& u) {
-    if (u.kind != kind) return;
-    std::unique_lock lk(m);
-    ++entered;
-    cv.notify_all();
-    cv.wait(lk, [&] { return open_; });
-  }
-  bool wait_entered(std::chrono::milliseconds d = 60s) {
-    std::unique_lock lk(m);
-    return cv.wait_for(lk, d, [&] { return entered > 0; });
-  }
-  void open() {
-    {
-      std::lock_guard lk(m);
-      open_ = true;
-    }
-    cv.notify_all();
-  }
-};
-
-// Opens the gate when the test leaves, before the engine (declared earlier) joins its scheduler.
-struct OpenOnExit {
-  std::shared_ptr<Gate> g;
-  ~OpenOnExit() { g->open(); }
-};
+using testing::OpenOnExit;
+using Gate = testing::WatchdogGate;
+using test_support::wait_until;
 
 EngineConfig watched(const std::shared_ptr<Gate>& gate, std::vector<WatchdogTrip>* trips = nullptr,
                      std::mutex* trips_mu = nullptr) {
@@ -127,17 +68,8 @@ EngineRequest text_request(const text::Tokenizer& tok, const std::string& user, 
   return r;
 }
 
-bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds d = 60s) {
-  const auto end = std::chrono::steady_clock::now() + d;
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return pred();
-}
-
 TEST(EngineWatchdog, AHungPassFailsItsRequestAndTheQueueThenTheEngineRecovers) {
-  Loaded& t = tiny();
+  test_support::TinyModel& t = test_support::TinyModel::get();
   auto gate = std::make_shared<Gate>(WorkKind::Pass);
   std::vector<WatchdogTrip> trips;
   std::mutex trips_mu;
@@ -181,8 +113,8 @@ TEST(EngineWatchdog, AHungPassFailsItsRequestAndTheQueueThenTheEngineRecovers) {
   // Released: the pass returns, the scheduler drops the failed (cancelled) requests and serves
   // again, answering as an engine that never hung.
   gate->open();
-  ASSERT_TRUE(eventually([&] { return !e.watchdog_status().tripped; }));
-  ASSERT_TRUE(eventually([&] {
+  ASSERT_TRUE(wait_until([&] { return !e.watchdog_status().tripped; }));
+  ASSERT_TRUE(wait_until([&] {
     const EngineSnapshot s = e.snapshot();
     return s.queued == 0 && s.slots[0].phase == SlotPhase::Idle;
   }));
@@ -208,9 +140,9 @@ TEST(EngineWatchdog, AHungPassFailsItsRequestAndTheQueueThenTheEngineRecovers) {
 }
 
 TEST(EngineWatchdog, AHungImageEncodeFailsItsRequest) {
-  Loaded& t = tiny();
+  test_support::TinyModel& t = test_support::TinyModel::get();
   auto gate = std::make_shared<Gate>(WorkKind::Encode);
-  Engine e(*t.model, *t.tok, watched(gate), tiny_vision());
+  Engine e(*t.model, *t.tok, watched(gate), t.vision());
   OpenOnExit opener{gate};
 
   // "<|im_start|>user\nWhat is on the screen? <image><|im_end|>\n<|im_start|>assistant\n"
@@ -241,7 +173,7 @@ TEST(EngineWatchdog, AHungImageEncodeFailsItsRequest) {
   EXPECT_EQ(w.last->unit.kind, WorkKind::Encode);
   EXPECT_EQ(w.last->unit.tokens, rows);
   gate->open();
-  ASSERT_TRUE(eventually([&] { return !e.watchdog_status().tripped; }));
+  ASSERT_TRUE(wait_until([&] { return !e.watchdog_status().tripped; }));
 }
 
 }  // namespace

@@ -14,8 +14,9 @@
 #include <vector>
 
 #include "model/qwen35/qwen35_model.h"
-#include "model/test_models.h"
+#include "model/test_support.h"
 #include "serve/engine/engine.h"
+#include "serve/engine/engine_test_util.h"
 #include "text/tokenizer.h"
 
 namespace tandem::serve {
@@ -39,21 +40,6 @@ TEST(TokenLogprob, MatchesAFloat64LogSoftmax) {
   EXPECT_TRUE(token_logprob(v, 0, 0).top.empty());
 }
 
-struct Tiny {
-  std::unique_ptr<Qwen35Model> model;
-  std::unique_ptr<text::Tokenizer> tok;
-};
-
-Tiny& tiny() {
-  static Tiny t = [] {
-    Tiny x;
-    x.model = Qwen35Model::load(ensure_tiny_model("F32"), 2);
-    x.tok = text::Tokenizer::from_gguf(x.model->file());
-    return x;
-  }();
-  return t;
-}
-
 constexpr const char* kSystem = "<|im_start|>system\nYou are a phone agent. Answer with one JSON action.<|im_end|>\n";
 
 // Rules, a task, a growing history, a new screen each step; then a repeat of step 2.
@@ -70,22 +56,12 @@ std::vector<std::vector<int32_t>> episode(const text::Tokenizer& tok) {
 }
 
 GenerationResult ask(Engine& e, const std::vector<int32_t>& prompt) {
-  EngineRequest r;
-  r.prompt = prompt;
   // The user message starts after the system message (the stock policy's checkpoint).
-  r.user_starts = {static_cast<int64_t>(e.tokenizer().encode(kSystem).size())};
-  r.params.sampling.temperature = 0.0f;
-  r.params.n_predict = 5;
-  r.params.ignore_eos = true;
-  r.params.logprobs = true;
-  r.params.top_logprobs = 5;
-  auto g = e.submit(std::move(r));
-  EXPECT_TRUE(g->wait_done(120s));
-  return g->result();
+  return testing::ask_greedy(e, prompt, {static_cast<int64_t>(e.tokenizer().encode(kSystem).size())}, 5, 5);
 }
 
 TEST(Logprobs, TheSameUnderSpeculationPoliciesRestoresAndReleaseCycles) {
-  Tiny& t = tiny();
+  test_support::TinyModel& t = test_support::TinyModel::get();
   const auto prompts = episode(*t.tok);
   // The reference: a fresh engine for every request (full prefill, no speculation).
   std::vector<GenerationResult> ref;
@@ -148,7 +124,7 @@ TEST(Logprobs, TheSameUnderSpeculationPoliciesRestoresAndReleaseCycles) {
 }
 
 TEST(Logprobs, OffByDefaultAndBounded) {
-  Tiny& t = tiny();
+  test_support::TinyModel& t = test_support::TinyModel::get();
   EngineConfig c;
   c.n_ctx = 256;
   Engine e(*t.model, *t.tok, c);

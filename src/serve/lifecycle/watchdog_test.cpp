@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "model/test_support.h"
 #include "serve/engine/generation.h"
 
 namespace tandem::serve {
@@ -46,14 +47,7 @@ WatchdogConfig waiting(int64_t deadline_ms, TripLog* log = nullptr) {
   return c;
 }
 
-bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds d = 60s) {
-  const auto end = std::chrono::steady_clock::now() + d;
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return pred();
-}
+using test_support::wait_until;
 
 TEST(Watchdog, OffIsInert) {
   WatchdogConfig c;
@@ -164,7 +158,7 @@ TEST(Watchdog, AUnitPastItsDeadlineFailsTheRequestsAndRefusesNewOnesUntilItRetur
     EXPECT_EQ(late->result().reason, FinishReason::Watchdog);
   }
   // The stuck work returned: serving again, the trip remembered.
-  ASSERT_TRUE(eventually([&] { return !w.status().tripped; }));
+  ASSERT_TRUE(wait_until([&] { return !w.status().tripped; }));
   const WatchdogStatus s = w.status();
   EXPECT_FALSE(s.stuck);
   EXPECT_EQ(s.trips, 1u);

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "model/test_support.h"
 #include "serve/meter/request_totals.h"
 
 namespace tandem::serve {
@@ -49,16 +50,12 @@ TEST(RequestTotals, EnergySumsOnlyTheRequestsWithAFigure) {
 TEST(ComputeMeter, ReadsTheThreadsAndThePackageCounter) {
   namespace fs = std::filesystem;
   const fs::path root = fs::path(::testing::TempDir()) / ("tandem-meter-" + std::to_string(::getpid()));
-  fs::remove_all(root);
-  fs::create_directories(root / "intel-rapl:0");
-  std::ofstream(root / "intel-rapl:0/name") << "package-0\n";
-  std::ofstream(root / "intel-rapl:0/max_energy_range_uj") << "100000000\n";
-  std::ofstream(root / "intel-rapl:0/energy_uj") << "1000\n";
+  test_support::write_fake_rapl(root, 100000000, 1000);
   ComputeMeter m(ThreadCpuClock{}, root.string());
   m.add_thread(this_thread_cpu_clock());
   const MeterReading a = m.read();
   ASSERT_TRUE(a.joules.has_value());
-  std::ofstream(root / "intel-rapl:0/energy_uj", std::ios::trunc) << "2501000\n";
+  test_support::set_rapl_energy(root, 2501000);
   volatile uint64_t x = 0;
   for (int i = 0; i < 5'000'000; ++i) x = x + static_cast<uint64_t>(i);
   const MeterReading b = m.read();

@@ -10,14 +10,6 @@ namespace {
 
 using namespace testing;
 
-std::vector<int32_t> step(std::initializer_list<std::vector<int32_t>> history, int32_t screen) {
-  std::vector<int32_t> p = seg(1, 300);
-  for (const auto& h : history) p.insert(p.end(), h.begin(), h.end());
-  const auto s = seg(screen, 300);
-  p.insert(p.end(), s.begin(), s.end());
-  return p;
-}
-
 std::unique_ptr<MarconiPolicy> marconi(double alpha, bool tune) {
   MarconiOptions o;
   o.alpha = alpha;
@@ -27,14 +19,14 @@ std::unique_ptr<MarconiPolicy> marconi(double alpha, bool tune) {
 
 TEST(MarconiPolicy, BranchAndLeafAdmission) {
   auto slot = dry_slot(marconi(0, false));
-  const RequestStats s1 = request(*slot, step({seg(10, 200)}, 50), {10}, 2);
+  const RequestStats s1 = request(*slot, episode_step({seg(10, 200)}, 50), {10}, 2);
   EXPECT_EQ(s1.created_positions, (P{800}));           // the leaf only: nothing cached to branch from
   EXPECT_EQ(s1.pass_sizes, (P{10, 274, 512, 4}));       // stock's batching, without stock's checkpoints
-  const RequestStats s2 = request(*slot, step({seg(10, 50), seg(11, 150)}, 51), {10}, 2);
+  const RequestStats s2 = request(*slot, episode_step({seg(10, 50), seg(11, 150)}, 51), {10}, 2);
   EXPECT_EQ(s2.restore_pos, 0);                         // no checkpoint at or below 350
   EXPECT_EQ(s2.dropped_positions, (P{800}));
   EXPECT_EQ(s2.created_positions, (P{350, 800}));      // branch point L, leaf
-  const RequestStats s3 = request(*slot, step({seg(10, 50), seg(11, 100), seg(12, 100)}, 52), {10}, 2);
+  const RequestStats s3 = request(*slot, episode_step({seg(10, 50), seg(11, 100), seg(12, 100)}, 52), {10}, 2);
   EXPECT_EQ(s3.restore_pos, 350);
   EXPECT_EQ(s3.created_positions, (P{450, 850}));
 }
@@ -43,11 +35,11 @@ TEST(MarconiPolicy, EvictsByRecencyWithAlphaZero) {
   SlotConfig cfg = stock_slot();
   cfg.ctx_checkpoints = 2;
   auto slot = dry_slot(marconi(0, false), cfg);
-  request(*slot, step({seg(10, 200)}, 50), {10}, 2);
-  request(*slot, step({seg(10, 50), seg(11, 150)}, 51), {10}, 2);
+  request(*slot, episode_step({seg(10, 200)}, 50), {10}, 2);
+  request(*slot, episode_step({seg(10, 50), seg(11, 150)}, 51), {10}, 2);
   // Held [350, 800]; step 3 restores 350 (refreshing it), drops 800, adds 450, then the leaf 850
   // needs room: 350 was used before 450 was made, so 350 is the least recent.
-  const RequestStats s3 = request(*slot, step({seg(10, 50), seg(11, 100), seg(12, 100)}, 52), {10}, 2);
+  const RequestStats s3 = request(*slot, episode_step({seg(10, 50), seg(11, 100), seg(12, 100)}, 52), {10}, 2);
   EXPECT_EQ(s3.evicted_positions, (P{350}));
   EXPECT_EQ(positions(slot->checkpoints()), (P{450, 850}));
 }
@@ -56,10 +48,10 @@ TEST(MarconiPolicy, AlphaWeighsFlopsSavedPerByte) {
   SlotConfig cfg = stock_slot();
   cfg.ctx_checkpoints = 2;
   auto slot = dry_slot(marconi(2.0, false), cfg);
-  request(*slot, step({seg(10, 200)}, 50), {10}, 2);
-  request(*slot, step({seg(10, 50), seg(11, 150)}, 51), {10}, 2);
+  request(*slot, episode_step({seg(10, 200)}, 50), {10}, 2);
+  request(*slot, episode_step({seg(10, 50), seg(11, 150)}, 51), {10}, 2);
   // 350 saves 350 tokens over nothing, 450 only 100 over 350: with alpha = 2 that outweighs recency.
-  const RequestStats s3 = request(*slot, step({seg(10, 50), seg(11, 100), seg(12, 100)}, 52), {10}, 2);
+  const RequestStats s3 = request(*slot, episode_step({seg(10, 50), seg(11, 100), seg(12, 100)}, 52), {10}, 2);
   EXPECT_EQ(s3.evicted_positions, (P{450}));
   EXPECT_EQ(positions(slot->checkpoints()), (P{350, 850}));
 }

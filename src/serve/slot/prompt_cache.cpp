@@ -63,11 +63,11 @@ std::optional<PromptCacheEntry> PromptCache::take_best(std::span<const int32_t> 
                                                        std::span<const ImageChunk> prompt_images,
                                                        std::span<const Checkpoint> slot_checkpoints) {
   if (prompt.empty()) return std::nullopt;
+  auto best = entries_.end();
   if (opt_.select == CacheSelect::Restorable) {
     // Furthest restore wins; ties stay with the slot (a load copies a whole sequence for nothing)
     // and, among entries, go to the newest.
     int64_t best_pos = restorable_pos(slot_tokens, slot_images, slot_checkpoints, prompt, prompt_images);
-    auto best = entries_.end();
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
       const int64_t pos = restorable_pos(it->tokens, it->images, it->checkpoints, prompt, prompt_images);
       if (pos > best_pos || (pos == best_pos && best != entries_.end())) {
@@ -75,27 +75,23 @@ std::optional<PromptCacheEntry> PromptCache::take_best(std::span<const int32_t> 
         best = it;
       }
     }
-    if (best == entries_.end()) return std::nullopt;
-    PromptCacheEntry e = std::move(*best);
-    entries_.erase(best);
-    return e;
-  }
-  const double n_new = static_cast<double>(prompt.size());
-  const int64_t lcp_slot = common_prefix_with_images(slot_tokens, slot_images, prompt, prompt_images);
-  // An empty slot loses to any entry.
-  double keep_best = slot_tokens.empty() ? -1.0 : static_cast<double>(lcp_slot) / slot_tokens.size();
-  double sim_best = static_cast<double>(lcp_slot) / n_new;
-  auto best = entries_.end();
-  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-    if (it->tokens.empty()) continue;
-    const double lcp = static_cast<double>(common_prefix_with_images(it->tokens, it->images, prompt, prompt_images));
-    const double keep = lcp / static_cast<double>(it->tokens.size());
-    const double sim = lcp / n_new;
-    if (keep < opt_.min_keep) continue;  // don't trash large prompts
-    if (keep_best < keep && sim_best < sim) {
-      keep_best = keep;
-      sim_best = sim;
-      best = it;
+  } else {
+    const double n_new = static_cast<double>(prompt.size());
+    const int64_t lcp_slot = common_prefix_with_images(slot_tokens, slot_images, prompt, prompt_images);
+    // An empty slot loses to any entry.
+    double keep_best = slot_tokens.empty() ? -1.0 : static_cast<double>(lcp_slot) / slot_tokens.size();
+    double sim_best = static_cast<double>(lcp_slot) / n_new;
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->tokens.empty()) continue;
+      const double lcp = static_cast<double>(common_prefix_with_images(it->tokens, it->images, prompt, prompt_images));
+      const double keep = lcp / static_cast<double>(it->tokens.size());
+      const double sim = lcp / n_new;
+      if (keep < opt_.min_keep) continue;  // don't trash large prompts
+      if (keep_best < keep && sim_best < sim) {
+        keep_best = keep;
+        sim_best = sim;
+        best = it;
+      }
     }
   }
   if (best == entries_.end()) return std::nullopt;

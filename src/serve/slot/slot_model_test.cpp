@@ -30,6 +30,18 @@ int32_t argmax(std::span<const float> v) {
   return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
 }
 
+// kOut greedy tokens after a prefill whose last logits are `first` (the last is not fed back).
+std::vector<int32_t> greedy_output(Slot& slot, std::span<const float> first) {
+  std::vector<int32_t> out;
+  int32_t t = argmax(first);
+  for (int k = 0; k < kOut; ++k) {
+    out.push_back(t);
+    if (k + 1 == kOut) break;
+    t = argmax(slot.decode(t));
+  }
+  return out;
+}
+
 class SlotOnTinyModel : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { model_ = Qwen35Model::load(ensure_tiny_model("F32")).release(); }
@@ -134,13 +146,7 @@ TEST_F(SlotOnTinyModel, GreedyOutputsIndependentOfPolicyConsolidationAndCache) {
             mag = std::max(mag, std::fabs(double(ref_first[i][v])));
           }
           EXPECT_LE(diff, 1e-3 * mag) << "request " << i;
-          std::vector<int32_t> out;
-          int32_t t = argmax(rep.logits);
-          for (int k = 0; k < kOut; ++k) {
-            out.push_back(t);
-            if (k + 1 == kOut) break;
-            t = argmax(slot.decode(t));
-          }
+          const std::vector<int32_t> out = greedy_output(slot, rep.logits);
           EXPECT_EQ(out, ref_out[i]) << "request " << i;
           real.push_back(slot.end_request());
           restored += real.back().checkpoints_restored;
@@ -286,13 +292,7 @@ TEST_F(SlotOnTinyModel, GreedyOutputsUnchangedByTheForecastAndTheRestorableCache
     for (size_t i = 0; i < reqs.size(); ++i) {
       const PrefillReport rep = slot.prefill(Prompt{reqs[i].prompt, reqs[i].users});
       if (std::find(forecasts.begin(), forecasts.end(), rep.stats.restore_pos) != forecasts.end()) ++forecast_restores;
-      std::vector<int32_t> out;
-      int32_t t = argmax(rep.logits);
-      for (int k = 0; k < kOut; ++k) {
-        out.push_back(t);
-        if (k + 1 == kOut) break;
-        t = argmax(slot.decode(t));
-      }
+      const std::vector<int32_t> out = greedy_output(slot, rep.logits);
       EXPECT_EQ(out, ref_out[i]) << "request " << i;
       real.push_back(slot.end_request());
       for (const Checkpoint& c : slot.checkpoints())

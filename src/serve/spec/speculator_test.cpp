@@ -24,12 +24,12 @@
 #include "gguf/gguf_writer.h"
 #include "model/draft_vocab.h"
 #include "model/test_models.h"
+#include "model/test_paths.h"
 #include "serve/backend/dry_run.h"
 #include "serve/backend/model_backend.h"
 #include "serve/policy/policy_factory.h"
 #include "serve/slot/slot.h"
 #include "text/sampler.h"
-#include "model/test_paths.h"
 
 namespace tandem::serve {
 namespace {
@@ -647,6 +647,20 @@ TEST(SpeculationDryRun, NeedsTheLoggedSteps) {
 // vector units in verification passes and decode steps alike.
 INSTANTIATE_TEST_SUITE_P(Types, SpeculatorTest, ::testing::Values("F32", "Q8_0", "Q4_0", "Q4_K_M"));
 
+// The first 3 drafts after a prompt pass over `prompt`, with the trimmed draft head when `trimmed`
+// (and the file has one: checked).
+std::vector<int32_t> first_drafts(Qwen35Model& m, const std::vector<int32_t>& prompt, bool trimmed) {
+  SpecConfig cfg;
+  cfg.trimmed_head = trimmed;
+  ModelBackend mb(m, kCtx);
+  mb.start_speculation(cfg);
+  Speculator spec(mb, cfg);
+  mb.run(prompt, {}, true, {});
+  EXPECT_EQ(mb.drafter()->drafting_trimmed(), trimmed && m.weights().mtp->draft_head.has_value());
+  const std::vector<float> logits(mb.logits().begin(), mb.logits().end());
+  return spec.draft(argmax(logits), 3);
+}
+
 TEST(DraftHead, SelectionPutsSpecialAndByteTokensFirstThenCorpusFrequency) {
   auto f = GgufFile::open(ensure_tiny_model("F32"));
   const int64_t n_vocab = static_cast<int64_t>(f->get_string_array("tokenizer.ggml.tokens")->size());
@@ -701,17 +715,7 @@ TEST(DraftHead, TrimmedFileLoadsAndDrafts) {
     EXPECT_EQ(std::memcmp(M.draft_head->row(r), m->weights().output.row(M.draft_token_ids[r]), M.draft_head->row_stride), 0);
 
   const auto prompt = random_tokens(30, m->hparams().n_vocab, 3);
-  auto draft_with = [&](Qwen35Model& mm, bool trimmed) {
-    SpecConfig cfg;
-    cfg.trimmed_head = trimmed;
-    ModelBackend mb(mm, kCtx);
-    mb.start_speculation(cfg);
-    Speculator spec(mb, cfg);
-    mb.run(prompt, {}, true, {});
-    EXPECT_EQ(mb.drafter()->drafting_trimmed(), trimmed && mm.weights().mtp->draft_head.has_value());
-    const std::vector<float> logits(mb.logits().begin(), mb.logits().end());
-    return spec.draft(argmax(logits), 3);
-  };
+  auto draft_with = [&](Qwen35Model& mm, bool trimmed) { return first_drafts(mm, prompt, trimmed); };
   for (int32_t d : draft_with(*m, true))
     EXPECT_TRUE(std::binary_search(M.draft_token_ids.begin(), M.draft_token_ids.end(), d)) << d;
   // All rows: the same drafts as the full head.
@@ -808,18 +812,7 @@ TEST(DraftHead, IdsOnlyFormGathersTheRowsAtLoad) {
     // The same drafts as the tensor form of the same rows.
     auto mt = Qwen35Model::load(trimmed_tiny(ftype, 200), 1);
     const auto prompt = random_tokens(30, m->hparams().n_vocab, 3);
-    auto drafts = [&](Qwen35Model& mm) {
-      SpecConfig cfg;
-      cfg.trimmed_head = true;
-      ModelBackend mb(mm, kCtx);
-      mb.start_speculation(cfg);
-      Speculator spec(mb, cfg);
-      mb.run(prompt, {}, true, {});
-      EXPECT_TRUE(mb.drafter()->drafting_trimmed());
-      const std::vector<float> logits(mb.logits().begin(), mb.logits().end());
-      return spec.draft(argmax(logits), 3);
-    };
-    EXPECT_EQ(drafts(*m), drafts(*mt)) << ftype;
+    EXPECT_EQ(first_drafts(*m, prompt, true), first_drafts(*mt, prompt, true)) << ftype;
     std::filesystem::remove(ids_only);
   }
 }

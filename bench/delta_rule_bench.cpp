@@ -14,7 +14,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/delta_rule.h"
+#include "kernels/delta_rule/delta_rule.h"
 #include "runtime/cache_aligned.h"
 #include "runtime/cpu_features.h"
 #include "runtime/scratch.h"

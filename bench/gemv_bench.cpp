@@ -5,8 +5,8 @@
 //    column-shared speculative-verification product) against a weight matrix larger than
 //    the L3 (so weights stream from memory, as in decode), reported as GB/s of weights;
 //    time(4)/time(1) is the ratio. _packed: the load-time 16-row copy as the model
-//    multiplies it (Q4_K / Q6_K: the 16-row interleaves of matmul_q4k_vnni.h /
-//    matmul_q6k_vnni.h, against the ggml-row kernels in Gemv_Q4_K / Gemv_Q6_K); _tiles: the
+//    multiplies it (Q4_K / Q6_K: the 16-row interleaves of
+//    matmul_kquant_vnni.h, against the ggml-row kernels in Gemv_Q4_K / Gemv_Q6_K); _tiles: the
 //    same on the AMX tiles for every T; _ffn: a 2-3 MiB matrix in cache (_scalar: on the
 //    scalar reference tier);
 //  * Attention_rows/<rows>: one KV head's attention for a decode step (4 rows) and for a 1+3
@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "gguf/quants.h"
-#include "kernels/attention.h"
-#include "kernels/matmul.h"
-#include "kernels/weight_pack.h"
+#include "kernels/attention/attention.h"
+#include "kernels/matmul/matmul.h"
+#include "kernels/matmul/weight_pack.h"
 #include "runtime/cpu_features.h"
 #include "runtime/scratch.h"
 #include "runtime/thread_pool.h"
@@ -155,7 +155,7 @@ void Gemv_Q4_0_packed_ffn_tiles(benchmark::State& s) { run_columns(s, GgmlType::
 void Gemv_Q4_K(benchmark::State& s) { run_columns(s, GgmlType::Q4_K, 2560); }
 void Gemv_Q4_K_packed(benchmark::State& s) { run_columns(s, GgmlType::Q4_K, 2560, true); }
 // Q5_K (the bulk of a Q5_K_M file): the same 0.8B FFN shape in cache, the row kernel, the packed
-// groups (matmul_q4k_vnni.h) and the scalar reference it ran on before, side by side.
+// groups (matmul_kquant_vnni.h) and the scalar reference it ran on before, side by side.
 constexpr size_t kFfnQ5KBytes = 3584 * 704;
 void Gemv_Q5_K_ffn(benchmark::State& s) { run_columns(s, GgmlType::Q5_K, 1024, false, false, kFfnQ5KBytes); }
 void Gemv_Q5_K_ffn_packed(benchmark::State& s) { run_columns(s, GgmlType::Q5_K, 1024, true, false, kFfnQ5KBytes); }

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "gguf/quants.h"
-#include "kernels/matmul.h"
-#include "kernels/matmul_amx.h"
-#include "kernels/weight_pack.h"
+#include "kernels/matmul/matmul.h"
+#include "kernels/matmul/matmul_amx.h"
+#include "kernels/matmul/weight_pack.h"
 #include "runtime/cpu_features.h"
 
 namespace {

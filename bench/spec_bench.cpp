@@ -41,6 +41,7 @@
 #include "model/qwen35/qwen35_model.h"
 #include "runtime/cpu_features.h"
 #include "serve/backend/model_backend.h"
+#include "serve/spec/mtp_drafter.h"
 #include "serve/spec/speculator.h"
 
 namespace {

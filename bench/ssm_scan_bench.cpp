@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/ssm_scan.h"
+#include "kernels/ssm_scan/ssm_scan.h"
 #include "runtime/cpu_features.h"
 
 namespace {

@@ -8,6 +8,9 @@ ci_start=$(date +%s)
 ci_names=()
 ci_secs=()
 ci_notes=()
+# Every test command's output is also kept here, so the end of the log can say how many tests
+# each stage ran (ci_tests, ci_test_counts).
+ci_log_dir=${CI_LOG_DIR:-$(mktemp -d -t tandem-ci.XXXXXX)}
 
 # The budget of a stage in minutes (empty when the file has none).
 ci_budget() {
@@ -74,7 +77,39 @@ skip_stage() {
   ci_notes+=("skipped: $2")
 }
 
+# ci_tests LABEL COMMAND...: runs a test command with its output shown and kept for the count.
+ci_tests() {
+  local label=$1
+  shift
+  "$@" 2>&1 | tee "$ci_log_dir/$label.log"
+}
+
+# One line per test command: what ran, from ctest's and GoogleTest's own summary lines and the
+# fuzzers' verdicts, and the sum.
+ci_test_counts() {
+  local f label run=0 failed=0
+  echo
+  echo "== tests run (from each command's own summary lines)"
+  for f in "$ci_log_dir"/*.log; do
+    [ -e "$f" ] || continue
+    label=$(basename "$f" .log)
+    read -r r x <<<"$(awk '
+      /tests passed, [0-9]+ tests? failed out of [0-9]+/ {
+        for (i = 1; i <= NF; i++) { if ($i == "failed") f += $(i - 2); if ($i == "of") r += $(i + 1) } }
+      /^\[==========\] [0-9]+ tests? from .* ran/ { r += $2 }
+      /^\[  FAILED  \] [0-9]+ tests?,/ { f += $4 }
+      /: no crash in / { r += 1 }
+      END { printf "%d %d\n", r, f }' "$f")"
+    printf '%-22s %6d run %4d failed\n' "$label" "$r" "$x"
+    run=$((run + r))
+    failed=$((failed + x))
+  done
+  printf '%-22s %6d run %4d failed\n' total "$run" "$failed"
+  [ "$run" -gt 0 ] || { echo "FAILED: no test ran"; return 1; }
+}
+
 finish_stages() {
+  ci_test_counts || exit 1
   if ! ci_table; then
     echo "FAILED: a stage took longer than its budget ($ci_budget_file; TANDEM_CI_BUDGET_SCALE scales them)"
     exit 1

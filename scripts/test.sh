@@ -36,7 +36,7 @@ stage_setup() {
 stage_release() {
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
   ninja -C build -j"$JOBS"
-  ctest --test-dir build -j"$JOBS" --output-on-failure
+  ci_tests release-ctest ctest --test-dir build -j"$JOBS" --output-on-failure
 }
 
 # One clang tree for the sanitizer tests and the fuzzers (CMakeLists.txt: TANDEM_SANITIZE with
@@ -47,21 +47,21 @@ stage_sanitizers() {
     -DTANDEM_BENCH=OFF >/dev/null
   ninja -C "$san" -j"$JOBS" tandem_tests tandem_runtime_tests tandem-server tandem-gen-model
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir "$san" -j"$JOBS" --output-on-failure -L sanitizers
+    ci_tests sanitizers-ctest ctest --test-dir "$san" -j"$JOBS" --output-on-failure -L sanitizers
 }
 
 stage_tsan() {
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTANDEM_TSAN=ON -DTANDEM_BENCH=OFF >/dev/null
   ninja -C build-tsan -j"$JOBS" tandem_runtime_tests
-  TSAN_OPTIONS=halt_on_error=1 ./build-tsan/tandem_runtime_tests
+  TSAN_OPTIONS=halt_on_error=1 ci_tests tsan-gtest ./build-tsan/tandem_runtime_tests
 }
 
 stage_arm64() {
-  JOBS=$JOBS bash scripts/arm64-tests.sh
+  JOBS=$JOBS ci_tests arm64-qemu bash scripts/arm64-tests.sh
 }
 
 stage_fuzz() {
-  FUZZ_BUILD=$(pwd)/$san JOBS=$JOBS bash fuzz/run_all.sh "${FUZZ_SECONDS:-60}"
+  FUZZ_BUILD=$(pwd)/$san JOBS=$JOBS ci_tests fuzz bash fuzz/run_all.sh "${FUZZ_SECONDS:-60}"
 }
 
 run_stage setup stage_setup

@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
     if (activations != "converted" && activations != "exact")
       throw std::runtime_error("--activations: expected converted or exact, got '" + activations + "'");
     auto model = tandem::load_model(model_path, tandem::LoadOptions{});
-    if (activations == "exact") model->set_activation_mode(tandem::kernels::ActivationMode::Exact);
+    if (activations == "exact") model->set_activation_mode(tandem::ActivationMode::Exact);
     std::fprintf(stderr, "%s\n", model->shape().summary.c_str());
     auto seq = model->new_sequence(static_cast<int64_t>(tokens.size()));
     tandem::ForwardOptions opt;

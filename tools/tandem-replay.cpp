@@ -17,7 +17,10 @@
 // before the server's command line; after the URL for a running server) sends every request of
 // it with "response_format" {"type": "json_schema", "json_schema": {"name": "action", "schema":
 // <FILE>, "strict": true}}, Tandem's "tandem": {"json_whitespace": "compact"} and max_tokens
-// --action-max-tokens. Every answer of every configuration is checked with agent::parse_action.
+// --action-max-tokens. Every answer of every configuration is checked with agent::parse_action,
+// and where the trace record carries an expected_action, compared with it in every field
+// (agent::check_answer): the "exact" column of steps.csv and answers.jsonl, and the "exact match"
+// column of the summary's Answers table (a trained policy's accuracy; issue 50).
 // Screenshot steps (issue 26): a record with an "image" (a PNG beside the trace) is sent with the
 // file as an image_url part (a base64 data: URL) after its text; the encoder's ms, the image rows
 // and the encoder cache's hits are recorded per step, and the summary and the plots show text and
@@ -52,6 +55,7 @@
 #include <vector>
 
 #include "agent/action.h"
+#include "agent/policy_eval.h"
 #include "agent/request_tokens.h"
 #include "agent/sim.h"
 #include "agent/trace.h"
@@ -238,6 +242,9 @@ struct Row {
   // (-1: not reported, e.g. by llama.cpp or a server without speculation).
   std::string finish_reason, content, parse_error;
   bool parsed = false;
+  // The answer against the record's expected_action, every field (agent::check_answer): 1 equal,
+  // 0 not, -1 the record carries no expected action.
+  int exact = -1;
   int64_t drafts_proposed = -1, drafts_accepted = -1, drafts_forced = -1, drafts_forced_accepted = -1, drafts_mtp = -1,
           verify_passes = -1;
   double grammar_ms = -1;
@@ -360,12 +367,12 @@ std::string ratio(int64_t num, int64_t den) {
 std::string actions_table(const std::vector<Config>& configs, const std::vector<Row>& rows) {
   std::string md =
       "Answers (every request of every run; medians per action):\n\n"
-      "| configuration | constrained | parsed | cut (length) | step ms | decode passes | decode ms | tokens | "
+      "| configuration | constrained | parsed | exact match | cut (length) | step ms | decode passes | decode ms | tokens | "
       "forced drafts accepted | MTP drafts accepted | verify passes | grammar ms |\n"
-      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const Config& cfg : configs) {
     std::vector<double> step, passes, dms, toks, verify, gms;
-    int64_t n = 0, ok = 0, cut = 0;
+    int64_t n = 0, ok = 0, cut = 0, with_expected = 0, exact = 0;
     int64_t forced = -1, forced_acc = -1, mtp = -1, mtp_acc = -1;
     auto add = [](int64_t& sum, int64_t v) {
       if (v < 0) return;
@@ -375,6 +382,10 @@ std::string actions_table(const std::vector<Config>& configs, const std::vector<
       if (r.config != cfg.name) continue;
       ++n;
       ok += r.parsed;
+      if (r.exact >= 0) {
+        ++with_expected;
+        exact += r.exact;
+      }
       cut += r.finish_reason == "length";
       step.push_back(r.latency_ms);
       if (r.decode_passes() >= 0) passes.push_back(static_cast<double>(r.decode_passes()));
@@ -393,7 +404,8 @@ std::string actions_table(const std::vector<Config>& configs, const std::vector<
         if (r.config == cfg.name) add(mtp, r.drafts_proposed);
     }
     auto med = [](const std::vector<double>& v, int prec) { return v.empty() ? std::string("-") : fmt(median(v), prec); };
-    md += "| " + cfg.name + " | " + (cfg.constrained() ? "yes" : "no") + " | " + ratio(ok, n) + " | " + std::to_string(cut) +
+    md += "| " + cfg.name + " | " + (cfg.constrained() ? "yes" : "no") + " | " + ratio(ok, n) + " | " +
+          (with_expected ? ratio(exact, with_expected) : std::string("-")) + " | " + std::to_string(cut) +
           " | " + med(step, 1) + " | " + med(passes, 1) + " | " + med(dms, 1) + " | " + med(toks, 1) + " | " +
           ratio(forced_acc, forced) + " | " + ratio(mtp_acc, mtp) + " | " + med(verify, 1) + " | " + med(gms, 2) + " |\n";
   }
@@ -574,6 +586,13 @@ int main(int argc, char** argv) {
           const ParseResult parsed = parse_action(r.content);
           r.parsed = parsed.ok();
           r.parse_error = parsed.error;
+          if (trace[i].expected_action) {
+            try {
+              r.exact = check_answer(r.content, *trace[i].expected_action).exact ? 1 : 0;
+            } catch (const std::invalid_argument&) {
+              r.exact = -1;  // an expected action that does not parse compares with nothing
+            }
+          }
           if (cfg.constrained() && !r.parsed) ++constrained_unparsed;
           rows.push_back(r);
         }
@@ -592,7 +611,7 @@ int main(int argc, char** argv) {
       csv << "config,run,request,episode,step,latency_ms,prompt_ms,predicted_ms,n_prompt,cache_n,new_tokens,kv_bound,"
              "passes,checkpoints_created,checkpoints_restored,predicted_n,finish_reason,parsed,decode_passes,"
              "drafts_proposed,drafts_accepted,drafts_forced,drafts_forced_accepted,drafts_mtp,verify_passes,grammar_ms,"
-             "screenshot,images,image_rows,image_rows_prefilled,images_encoded,encoder_cache_hits,encoder_ms,cpu_ms,energy_j\n";
+             "screenshot,images,image_rows,image_rows_prefilled,images_encoded,encoder_cache_hits,encoder_ms,cpu_ms,energy_j,exact\n";
       for (const Row& r : rows)
         csv << '"' << r.config << "\"," << r.run << ',' << r.request << ',' << r.episode << ',' << r.step << ','
             << fmt(r.latency_ms, 2) << ',' << fmt(r.prompt_ms, 2) << ',' << fmt(r.predicted_ms, 2) << ',' << r.n_prompt
@@ -603,7 +622,7 @@ int main(int argc, char** argv) {
             << (r.grammar_ms < 0 ? std::string("-1") : fmt(r.grammar_ms, 3)) << ',' << (r.screenshot ? 1 : 0) << ','
             << r.images << ',' << r.image_rows << ',' << r.image_rows_prefilled << ',' << r.images_encoded << ','
             << r.encoder_cache_hits << ',' << fmt(r.encoder_ms, 2) << ',' << fmt(r.cpu_ms, 2) << ','
-            << (r.energy_j ? fmt(*r.energy_j, 4) : std::string()) << '\n';
+            << (r.energy_j ? fmt(*r.energy_j, 4) : std::string()) << ',' << r.exact << '\n';
     }
     // answers.jsonl: every answer, and why it does not parse.
     {
@@ -612,6 +631,10 @@ int main(int argc, char** argv) {
         ojson a{{"config", r.config}, {"run", r.run}, {"request", r.request}, {"finish_reason", r.finish_reason},
                 {"predicted_n", r.predicted_n}, {"content", r.content}, {"parsed", r.parsed}};
         if (!r.parsed) a["parse_error"] = r.parse_error;
+        if (r.exact >= 0) {
+          a["expected"] = to_text(*parse_action(trace[r.request - 1].expected_action->dump()).action);
+          a["exact"] = r.exact == 1;
+        }
         out << a.dump(-1, ' ', false, ojson::error_handler_t::replace) << '\n';
       }
     }

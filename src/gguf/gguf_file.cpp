@@ -155,22 +155,35 @@ GgufValueType read_value_type(Cursor& c, const GgufFile& f, const std::string& w
   return static_cast<GgufValueType>(raw);
 }
 
-// Reads one scalar of a numeric/bool type, widened.
-void read_number(Cursor& c, GgufValueType t, const std::string& what, uint64_t* u, int64_t* i, double* d, bool* b) {
+// One scalar of a numeric/bool type, widened into the member of its kind.
+struct Number {
+  uint64_t u = 0;
+  int64_t i = 0;
+  double d = 0;
+  bool b = false;
+};
+Number read_number(Cursor& c, GgufValueType t, const std::string& what) {
+  Number n;
   switch (t) {
-    case GgufValueType::UINT8: *u = c.read<uint8_t>(what); return;
-    case GgufValueType::INT8: *i = c.read<int8_t>(what); return;
-    case GgufValueType::UINT16: *u = c.read<uint16_t>(what); return;
-    case GgufValueType::INT16: *i = c.read<int16_t>(what); return;
-    case GgufValueType::UINT32: *u = c.read<uint32_t>(what); return;
-    case GgufValueType::INT32: *i = c.read<int32_t>(what); return;
-    case GgufValueType::UINT64: *u = c.read<uint64_t>(what); return;
-    case GgufValueType::INT64: *i = c.read<int64_t>(what); return;
-    case GgufValueType::FLOAT32: *d = c.read<float>(what); return;
-    case GgufValueType::FLOAT64: *d = c.read<double>(what); return;
-    case GgufValueType::BOOL: *b = c.read<uint8_t>(what) != 0; return;
-    default: return;
+    case GgufValueType::UINT8: n.u = c.read<uint8_t>(what); break;
+    case GgufValueType::INT8: n.i = c.read<int8_t>(what); break;
+    case GgufValueType::UINT16: n.u = c.read<uint16_t>(what); break;
+    case GgufValueType::INT16: n.i = c.read<int16_t>(what); break;
+    case GgufValueType::UINT32: n.u = c.read<uint32_t>(what); break;
+    case GgufValueType::INT32: n.i = c.read<int32_t>(what); break;
+    case GgufValueType::UINT64: n.u = c.read<uint64_t>(what); break;
+    case GgufValueType::INT64: n.i = c.read<int64_t>(what); break;
+    case GgufValueType::FLOAT32: n.d = c.read<float>(what); break;
+    case GgufValueType::FLOAT64: n.d = c.read<double>(what); break;
+    case GgufValueType::BOOL: n.b = c.read<uint8_t>(what) != 0; break;
+    default: break;
   }
+  return n;
+}
+
+bool is_unsigned(GgufValueType t) {
+  return t == GgufValueType::UINT8 || t == GgufValueType::UINT16 || t == GgufValueType::UINT32 ||
+         t == GgufValueType::UINT64;
 }
 
 GgufValue read_value(Cursor& c, const GgufFile& f, GgufValueType type, const std::string& what) {
@@ -181,20 +194,15 @@ GgufValue read_value(Cursor& c, const GgufFile& f, GgufValueType type, const std
     return v;
   }
   if (type != GgufValueType::ARRAY) {
-    uint64_t u = 0;
-    int64_t i = 0;
-    double d = 0;
-    bool b = false;
-    read_number(c, type, what, &u, &i, &d, &b);
+    const Number x = read_number(c, type, what);
     if (type == GgufValueType::BOOL) {
-      v.scalar = b;
+      v.scalar = x.b;
     } else if (is_float(type)) {
-      v.scalar = d;
-    } else if (type == GgufValueType::UINT8 || type == GgufValueType::UINT16 || type == GgufValueType::UINT32 ||
-               type == GgufValueType::UINT64) {
-      v.scalar = u;
+      v.scalar = x.d;
+    } else if (is_unsigned(type)) {
+      v.scalar = x.u;
     } else {
-      v.scalar = i;
+      v.scalar = x.i;
     }
     return v;
   }
@@ -225,19 +233,9 @@ GgufValue read_value(Cursor& c, const GgufFile& f, GgufValueType type, const std
   } else {
     v.ints.resize(n);
     for (size_t k = 0; k < n; ++k) {
-      uint64_t u = 0;
-      int64_t i = 0;
-      double d = 0;
-      bool b = false;
-      read_number(c, et, what, &u, &i, &d, &b);
-      if (et == GgufValueType::BOOL) {
-        v.ints[k] = b ? 1 : 0;
-      } else if (et == GgufValueType::UINT8 || et == GgufValueType::UINT16 || et == GgufValueType::UINT32 ||
-                 et == GgufValueType::UINT64) {
-        v.ints[k] = static_cast<int64_t>(u);  // u64 values above INT64_MAX keep their bit pattern
-      } else {
-        v.ints[k] = i;
-      }
+      const Number x = read_number(c, et, what);
+      // u64 values above INT64_MAX keep their bit pattern.
+      v.ints[k] = et == GgufValueType::BOOL ? (x.b ? 1 : 0) : is_unsigned(et) ? static_cast<int64_t>(x.u) : x.i;
     }
   }
   return v;

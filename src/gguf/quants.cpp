@@ -17,6 +17,10 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <type_traits>
+
+#include "gguf/block_codes.h"
 
 namespace tandem {
 namespace {
@@ -51,6 +55,21 @@ void check_blocks(GgmlType t, int64_t n, const char* what) {
   }
 }
 
+// The value of largest magnitude among x[0, n) (the first of equals; a NaN never wins), and that
+// magnitude in *amax: the scale's anchor of the symmetric formats.
+inline float max_magnitude(const float* x, int n, float* amax) {
+  float max = 0.0f;
+  *amax = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > *amax) {
+      *amax = ax;
+      max = x[i];
+    }
+  }
+  return max;
+}
+
 inline void get_scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
   int sd, sm;
   k4_scale_min(j, q, &sd, &sm);
@@ -59,87 +78,43 @@ inline void get_scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Dequantization
+// The legacy 32-element blocks: what differs between the types is where a code's bits lie, its
+// offset and whether the block has a min (gguf/block_codes.h); each of the patterns below is
+// written once for them.
 
-void dequant_q4_0(const BlockQ4_0* x, float* y, int64_t nb) {
+// ---------------------------------------------------------------------------------------------
+// Dequantization: dequant_blocks(blocks, floats, nb), overloaded on the row type.
+
+// Every legacy type: code · d, plus m where the block has a min.
+template <typename B>
+  requires kLegacy<B>
+void dequant_blocks(const B* x, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
     const float d = h2f(x[i].d);
-    for (int j = 0; j < kQK / 2; ++j) {
-      const int x0 = (x[i].qs[j] & 0x0F) - 8;
-      const int x1 = (x[i].qs[j] >> 4) - 8;
-      y[i * kQK + j] = x0 * d;
-      y[i * kQK + j + kQK / 2] = x1 * d;
+    [[maybe_unused]] float m = 0.0f;
+    if constexpr (kHasMin<B>) m = h2f(x[i].m);
+    int q[kQK];
+    legacy_codes(x[i], q);
+    for (int e = 0; e < kQK; ++e) {
+      if constexpr (kHasMin<B>) y[i * kQK + e] = q[e] * d + m;
+      else y[i * kQK + e] = q[e] * d;
     }
   }
 }
 
-void dequant_q4_1(const BlockQ4_1* x, float* y, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i) {
-    const float d = h2f(x[i].d);
-    const float m = h2f(x[i].m);
-    for (int j = 0; j < kQK / 2; ++j) {
-      const int x0 = x[i].qs[j] & 0x0F;
-      const int x1 = x[i].qs[j] >> 4;
-      y[i * kQK + j] = x0 * d + m;
-      y[i * kQK + j + kQK / 2] = x1 * d + m;
-    }
-  }
-}
-
-void dequant_q5_0(const BlockQ5_0* x, float* y, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i) {
-    const float d = h2f(x[i].d);
-    uint32_t qh;
-    std::memcpy(&qh, x[i].qh, sizeof qh);
-    for (int j = 0; j < kQK / 2; ++j) {
-      const uint8_t xh0 = static_cast<uint8_t>(((qh >> (j + 0)) << 4) & 0x10);
-      const uint8_t xh1 = static_cast<uint8_t>((qh >> (j + 12)) & 0x10);
-      const int x0 = ((x[i].qs[j] & 0x0F) | xh0) - 16;
-      const int x1 = ((x[i].qs[j] >> 4) | xh1) - 16;
-      y[i * kQK + j] = x0 * d;
-      y[i * kQK + j + kQK / 2] = x1 * d;
-    }
-  }
-}
-
-void dequant_q5_1(const BlockQ5_1* x, float* y, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i) {
-    const float d = h2f(x[i].d);
-    const float m = h2f(x[i].m);
-    uint32_t qh;
-    std::memcpy(&qh, x[i].qh, sizeof qh);
-    for (int j = 0; j < kQK / 2; ++j) {
-      const uint8_t xh0 = static_cast<uint8_t>(((qh >> (j + 0)) << 4) & 0x10);
-      const uint8_t xh1 = static_cast<uint8_t>((qh >> (j + 12)) & 0x10);
-      const int x0 = (x[i].qs[j] & 0x0F) | xh0;
-      const int x1 = (x[i].qs[j] >> 4) | xh1;
-      y[i * kQK + j] = x0 * d + m;
-      y[i * kQK + j + kQK / 2] = x1 * d + m;
-    }
-  }
-}
-
-void dequant_q8_0(const BlockQ8_0* x, float* y, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i) {
-    const float d = h2f(x[i].d);
-    for (int j = 0; j < kQK; ++j) y[i * kQK + j] = x[i].qs[j] * d;
-  }
-}
-
-void dequant_q8_1(const BlockQ8_1* x, float* y, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i) {
-    const float d = h2f(x[i].d);
-    for (int j = 0; j < kQK; ++j) y[i * kQK + j] = x[i].qs[j] * d;
-  }
-}
-
-void dequant_q4_k(const BlockQ4_K* x, float* y, int64_t nb) {
+// Q4_K and Q5_K: per 64 elements two sub-blocks (the low nibbles of 32 bytes, then their high
+// ones), each d·scale · code − dmin·min; Q5_K adds 16 where the element's bit of qh is set (bits
+// 2j and 2j + 1 of qh[l] for the pair j).
+template <typename B>
+  requires kK4<B>
+void dequant_blocks(const B* x, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
     const uint8_t* q = x[i].qs;
     const float d = h2f(x[i].d);
     const float min = h2f(x[i].dmin);
     int is = 0;
     uint8_t sc, m;
+    [[maybe_unused]] uint8_t u1 = 1, u2 = 2;
     for (int j = 0; j < kQK_K; j += 64) {
       get_scale_min_k4(is + 0, x[i].scales, &sc, &m);
       const float d1 = d * sc;
@@ -147,41 +122,23 @@ void dequant_q4_k(const BlockQ4_K* x, float* y, int64_t nb) {
       get_scale_min_k4(is + 1, x[i].scales, &sc, &m);
       const float d2 = d * sc;
       const float m2 = min * m;
-      for (int l = 0; l < 32; ++l) *y++ = d1 * (q[l] & 0xF) - m1;
-      for (int l = 0; l < 32; ++l) *y++ = d2 * (q[l] >> 4) - m2;
+      if constexpr (std::is_same_v<B, BlockQ5_K>) {
+        const uint8_t* qh = x[i].qh;
+        for (int l = 0; l < 32; ++l) *y++ = d1 * ((q[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
+        for (int l = 0; l < 32; ++l) *y++ = d2 * ((q[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
+        u1 = static_cast<uint8_t>(u1 << 2);
+        u2 = static_cast<uint8_t>(u2 << 2);
+      } else {
+        for (int l = 0; l < 32; ++l) *y++ = d1 * (q[l] & 0xF) - m1;
+        for (int l = 0; l < 32; ++l) *y++ = d2 * (q[l] >> 4) - m2;
+      }
       q += 32;
       is += 2;
     }
   }
 }
 
-void dequant_q5_k(const BlockQ5_K* x, float* y, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i) {
-    const uint8_t* ql = x[i].qs;
-    const uint8_t* qh = x[i].qh;
-    const float d = h2f(x[i].d);
-    const float min = h2f(x[i].dmin);
-    int is = 0;
-    uint8_t sc, m;
-    uint8_t u1 = 1, u2 = 2;
-    for (int j = 0; j < kQK_K; j += 64) {
-      get_scale_min_k4(is + 0, x[i].scales, &sc, &m);
-      const float d1 = d * sc;
-      const float m1 = min * m;
-      get_scale_min_k4(is + 1, x[i].scales, &sc, &m);
-      const float d2 = d * sc;
-      const float m2 = min * m;
-      for (int l = 0; l < 32; ++l) *y++ = d1 * ((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
-      for (int l = 0; l < 32; ++l) *y++ = d2 * ((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
-      ql += 32;
-      is += 2;
-      u1 = static_cast<uint8_t>(u1 << 2);
-      u2 = static_cast<uint8_t>(u2 << 2);
-    }
-  }
-}
-
-void dequant_q6_k(const BlockQ6_K* x, float* y, int64_t nb) {
+void dequant_blocks(const BlockQ6_K* x, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
     const float d = h2f(x[i].d);
     const uint8_t* ql = x[i].ql;
@@ -207,7 +164,7 @@ void dequant_q6_k(const BlockQ6_K* x, float* y, int64_t nb) {
   }
 }
 
-void dequant_q8_k(const BlockQ8_K* x, float* y, int64_t nb) {
+void dequant_blocks(const BlockQ8_K* x, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
     float d;
     std::memcpy(&d, &x[i].d, sizeof d);
@@ -216,179 +173,92 @@ void dequant_q8_k(const BlockQ8_K* x, float* y, int64_t nb) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Reference quantization (ggml's quantize_row_*_ref)
+// Reference quantization (ggml's quantize_row_*_ref): quant_blocks(floats, blocks, nb), overloaded
+// on the row type.
 
-void quant_q4_0(const float* x, BlockQ4_0* y, int64_t nb) {
+// Every 4- and 5-bit legacy type, as ggml's quantize_row_*_ref: the symmetric ones (Q4_0, Q5_0)
+// scale by the value of largest magnitude, d = max / −2^(bits−1), codes trunc(x / d + 2^(bits−1)
+// + 0.5); the ones with a min (Q4_1, Q5_1) by the range, d = (max − min) / (2^bits − 1), codes
+// trunc((x − min) / d + 0.5). The codes are clamped to 2^bits − 1 through int8 as ggml does,
+// except Q5_1's (ggml clamps none of them).
+template <typename B>
+  requires(kLegacy<B> && !kEightBit<B>)
+void quant_blocks(const float* x, B* y, int64_t nb) {
+  constexpr int kBits = kFifthBit<B> ? 5 : 4;
+  constexpr int kTop = (1 << kBits) - 1;
   for (int64_t i = 0; i < nb; ++i) {
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < kQK; ++j) {
-      const float v = x[i * kQK + j];
-      if (amax < std::fabs(v)) {
-        amax = std::fabs(v);
-        max = v;
+    const float* xb = x + i * kQK;
+    float d, min = 0.0f;
+    if constexpr (kHasMin<B>) {
+      float max = -3.402823466e+38f;
+      min = 3.402823466e+38f;
+      for (int j = 0; j < kQK; ++j) {
+        if (xb[j] < min) min = xb[j];
+        if (xb[j] > max) max = xb[j];
       }
+      d = (max - min) / kTop;
+      y[i].m = f2h(min);
+    } else {
+      float amax;
+      d = max_magnitude(xb, kQK, &amax) / -(1 << (kBits - 1));
     }
-    const float d = max / -8;
     const float id = d ? 1.0f / d : 0.0f;
     y[i].d = f2h(d);
-    for (int j = 0; j < kQK / 2; ++j) {
-      const float x0 = x[i * kQK + 0 + j] * id;
-      const float x1 = x[i * kQK + kQK / 2 + j] * id;
-      const uint8_t xi0 = static_cast<uint8_t>(std::min(15, static_cast<int>(static_cast<int8_t>(trunc_to_int(x0 + 8.5f)))));
-      const uint8_t xi1 = static_cast<uint8_t>(std::min(15, static_cast<int>(static_cast<int8_t>(trunc_to_int(x1 + 8.5f)))));
-      y[i].qs[j] = static_cast<uint8_t>(xi0 | (xi1 << 4));
-    }
-  }
-}
-
-void quant_q4_1(const float* x, BlockQ4_1* y, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i) {
-    float min = 3.402823466e+38f, max = -3.402823466e+38f;
+    uint8_t q[kQK];
     for (int j = 0; j < kQK; ++j) {
-      const float v = x[i * kQK + j];
-      if (v < min) min = v;
-      if (v > max) max = v;
+      const float v = kHasMin<B> ? (xb[j] - min) * id : xb[j] * id;
+      const float shifted = v + (kHasMin<B> ? 0.5f : (1 << (kBits - 1)) + 0.5f);
+      if constexpr (std::is_same_v<B, BlockQ5_1>) q[j] = static_cast<uint8_t>(trunc_to_int(shifted));
+      else q[j] = static_cast<uint8_t>(std::min(kTop, static_cast<int>(static_cast<int8_t>(trunc_to_int(shifted)))));
     }
-    const float d = (max - min) / ((1 << 4) - 1);
-    const float id = d ? 1.0f / d : 0.0f;
-    y[i].d = f2h(d);
-    y[i].m = f2h(min);
-    for (int j = 0; j < kQK / 2; ++j) {
-      const float x0 = (x[i * kQK + 0 + j] - min) * id;
-      const float x1 = (x[i * kQK + kQK / 2 + j] - min) * id;
-      const uint8_t xi0 = static_cast<uint8_t>(std::min(15, static_cast<int>(static_cast<int8_t>(trunc_to_int(x0 + 0.5f)))));
-      const uint8_t xi1 = static_cast<uint8_t>(std::min(15, static_cast<int>(static_cast<int8_t>(trunc_to_int(x1 + 0.5f)))));
-      y[i].qs[j] = static_cast<uint8_t>(xi0 | (xi1 << 4));
-    }
-  }
-}
-
-void quant_q5_0(const float* x, BlockQ5_0* y, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i) {
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < kQK; ++j) {
-      const float v = x[i * kQK + j];
-      if (amax < std::fabs(v)) {
-        amax = std::fabs(v);
-        max = v;
+    if constexpr (kFifthBit<B>) {
+      uint32_t qh = 0;
+      for (int j = 0; j < kQK / 2; ++j) {
+        y[i].qs[j] = static_cast<uint8_t>((q[j] & 0x0F) | ((q[j + kQK / 2] & 0x0F) << 4));
+        qh |= ((q[j] & 0x10u) >> 4) << (j + 0);
+        qh |= ((q[j + kQK / 2] & 0x10u) >> 4) << (j + kQK / 2);
       }
+      std::memcpy(y[i].qh, &qh, sizeof qh);
+    } else {
+      for (int j = 0; j < kQK / 2; ++j) y[i].qs[j] = static_cast<uint8_t>(q[j] | (q[j + kQK / 2] << 4));
     }
-    const float d = max / -16;
-    const float id = d ? 1.0f / d : 0.0f;
-    y[i].d = f2h(d);
-    uint32_t qh = 0;
-    for (int j = 0; j < kQK / 2; ++j) {
-      const float x0 = x[i * kQK + 0 + j] * id;
-      const float x1 = x[i * kQK + kQK / 2 + j] * id;
-      const uint8_t xi0 = static_cast<uint8_t>(std::min(31, static_cast<int>(static_cast<int8_t>(trunc_to_int(x0 + 16.5f)))));
-      const uint8_t xi1 = static_cast<uint8_t>(std::min(31, static_cast<int>(static_cast<int8_t>(trunc_to_int(x1 + 16.5f)))));
-      y[i].qs[j] = static_cast<uint8_t>((xi0 & 0x0F) | ((xi1 & 0x0F) << 4));
-      qh |= ((xi0 & 0x10u) >> 4) << (j + 0);
-      qh |= ((xi1 & 0x10u) >> 4) << (j + kQK / 2);
-    }
-    std::memcpy(y[i].qh, &qh, sizeof qh);
-  }
-}
-
-void quant_q5_1(const float* x, BlockQ5_1* y, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i) {
-    float min = 3.402823466e+38f, max = -3.402823466e+38f;
-    for (int j = 0; j < kQK; ++j) {
-      const float v = x[i * kQK + j];
-      if (v < min) min = v;
-      if (v > max) max = v;
-    }
-    const float d = (max - min) / ((1 << 5) - 1);
-    const float id = d ? 1.0f / d : 0.0f;
-    y[i].d = f2h(d);
-    y[i].m = f2h(min);
-    uint32_t qh = 0;
-    for (int j = 0; j < kQK / 2; ++j) {
-      const float x0 = (x[i * kQK + 0 + j] - min) * id;
-      const float x1 = (x[i * kQK + kQK / 2 + j] - min) * id;
-      const uint8_t xi0 = static_cast<uint8_t>(trunc_to_int(x0 + 0.5f));
-      const uint8_t xi1 = static_cast<uint8_t>(trunc_to_int(x1 + 0.5f));
-      y[i].qs[j] = static_cast<uint8_t>((xi0 & 0x0F) | ((xi1 & 0x0F) << 4));
-      qh |= ((xi0 & 0x10u) >> 4) << (j + 0);
-      qh |= ((xi1 & 0x10u) >> 4) << (j + kQK / 2);
-    }
-    std::memcpy(y[i].qh, &qh, sizeof qh);
   }
 }
 
 inline float ggml_max(float a, float b) { return a > b ? a : b; }  // ggml's MAX macro (NaN order matters)
 
-void quant_q8_0(const float* x, BlockQ8_0* y, int64_t nb) {
+// Q8_0 and Q8_1 (which also stores s = d · Σ q), by either rule: ggml's reference (Cpu = false:
+// amax through ggml's MAX, id = 1 / d, roundf) or ggml-cpu's x86 SIMD activation quantizer
+// (Cpu = true, see quantize_row_activation in the header: amax through std::max, id = 127 / amax,
+// round half to even).
+template <typename B, bool Cpu>
+void quant_q8(const float* x, B* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
+    const float* xb = x + i * kQK;
     float amax = 0.0f;
-    for (int j = 0; j < kQK; ++j) amax = ggml_max(amax, std::fabs(x[i * kQK + j]));
-    const float d = amax / ((1 << 7) - 1);
-    const float id = d ? 1.0f / d : 0.0f;
-    y[i].d = f2h(d);
-    for (int j = 0; j < kQK; ++j) y[i].qs[j] = static_cast<int8_t>(round_to_int(x[i * kQK + j] * id));
-  }
-}
-
-void quant_q8_1(const float* x, BlockQ8_1* y, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i) {
-    float amax = 0.0f;
-    for (int j = 0; j < kQK; ++j) amax = ggml_max(amax, std::fabs(x[i * kQK + j]));
-    const float d = amax / ((1 << 7) - 1);
-    const float id = d ? 1.0f / d : 0.0f;
-    y[i].d = f2h(d);
-    int sum = 0;
-    for (int j = 0; j < kQK / 2; ++j) {
-      y[i].qs[j] = static_cast<int8_t>(round_to_int(x[i * kQK + j] * id));
-      y[i].qs[kQK / 2 + j] = static_cast<int8_t>(round_to_int(x[i * kQK + kQK / 2 + j] * id));
-      sum += y[i].qs[j];
-      sum += y[i].qs[kQK / 2 + j];
-    }
-    y[i].s = f2h(sum * d);
-  }
-}
-
-// ggml-cpu's x86 SIMD activation quantizers (see quantize_row_activation in the header).
-float simd_amax(const float* x) {
-  float m = 0.0f;
-  for (int j = 0; j < kQK; ++j) m = std::max(m, std::fabs(x[j]));
-  return m;
-}
-
-void quant_q8_0_cpu(const float* x, BlockQ8_0* y, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i) {
-    const float amax = simd_amax(x + i * kQK);
+    for (int j = 0; j < kQK; ++j) amax = Cpu ? std::max(amax, std::fabs(xb[j])) : ggml_max(amax, std::fabs(xb[j]));
     const float d = amax / 127.f;
+    const float id = Cpu ? (amax != 0.0f ? 127.f / amax : 0.0f) : (d ? 1.0f / d : 0.0f);
     y[i].d = f2h(d);
-    const float id = amax != 0.0f ? 127.f / amax : 0.0f;
-    for (int j = 0; j < kQK; ++j) y[i].qs[j] = static_cast<int8_t>(rint_to_int(x[i * kQK + j] * id));
-  }
-}
-
-void quant_q8_1_cpu(const float* x, BlockQ8_1* y, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i) {
-    const float amax = simd_amax(x + i * kQK);
-    const float d = amax / 127.f;
-    y[i].d = f2h(d);
-    const float id = amax != 0.0f ? 127.f / amax : 0.0f;
     int sum = 0;
     for (int j = 0; j < kQK; ++j) {
-      y[i].qs[j] = static_cast<int8_t>(rint_to_int(x[i * kQK + j] * id));
+      y[i].qs[j] = static_cast<int8_t>(Cpu ? rint_to_int(xb[j] * id) : round_to_int(xb[j] * id));
       sum += y[i].qs[j];
     }
-    y[i].s = f2h(d * sum);
+    if constexpr (std::is_same_v<B, BlockQ8_1>) y[i].s = f2h(sum * d);
   }
+}
+
+template <typename B>
+  requires kEightBit<B>
+void quant_blocks(const float* x, B* y, int64_t nb) {
+  quant_q8<B, false>(x, y, nb);
 }
 
 // ggml's make_qx_quants (symmetric, used by Q6_K with rmse_type 1 and no weights).
 float make_qx_quants(int n, int nmax, const float* x, int8_t* L, int rmse_type, const float* qw) {
-  float max = 0, amax = 0;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
+  float amax;
+  const float max = max_magnitude(x, n, &amax);
   if (amax < kGroupMaxEps) {
     for (int i = 0; i < n; ++i) L[i] = 0;
     return 0.f;
@@ -574,52 +444,45 @@ void quant_k_scales_mins(const float* x, float rmin, int nstep, uint16_t* d_out,
   }
 }
 
-void quant_q4_k(const float* x, BlockQ4_K* y, int64_t nb) {
+// Q4_K and Q5_K: the scales and mins, then per 64 elements two sub-blocks' codes in the low and
+// high nibbles of 32 bytes; Q5_K's fifth bits go to qh (bits 2j and 2j + 1 of qh[l] for the pair j).
+template <typename B>
+  requires kK4<B>
+void quant_blocks(const float* x, B* y, int64_t nb) {
+  constexpr bool kQ5 = std::is_same_v<B, BlockQ5_K>;
   uint8_t L[kQK_K];
   for (int64_t i = 0; i < nb; ++i) {
     std::memset(y[i].scales, 0, sizeof y[i].scales);
-    quant_k_scales_mins<15>(x, -1.f, 20, &y[i].d, &y[i].dmin, y[i].scales, L);
+    quant_k_scales_mins<kQ5 ? 31 : 15>(x, kQ5 ? -0.5f : -1.f, kQ5 ? 15 : 20, &y[i].d, &y[i].dmin, y[i].scales, L);
     uint8_t* q = y[i].qs;
-    for (int j = 0; j < kQK_K; j += 64) {
-      for (int l = 0; l < 32; ++l) q[l] = static_cast<uint8_t>(L[j + l] | (L[j + l + 32] << 4));
+    [[maybe_unused]] uint8_t m1 = 1, m2 = 2;
+    if constexpr (kQ5) std::memset(y[i].qh, 0, kQK_K / 8);
+    for (int n = 0; n < kQK_K; n += 64) {
+      for (int j = 0; j < 32; ++j) {
+        int l1 = L[n + j], l2 = L[n + j + 32];
+        if constexpr (kQ5) {
+          if (l1 > 15) {
+            l1 -= 16;
+            y[i].qh[j] |= m1;
+          }
+          if (l2 > 15) {
+            l2 -= 16;
+            y[i].qh[j] |= m2;
+          }
+        }
+        q[j] = static_cast<uint8_t>(l1 | (l2 << 4));
+      }
+      if constexpr (kQ5) {
+        m1 = static_cast<uint8_t>(m1 << 2);
+        m2 = static_cast<uint8_t>(m2 << 2);
+      }
       q += 32;
     }
     x += kQK_K;
   }
 }
 
-void quant_q5_k(const float* x, BlockQ5_K* y, int64_t nb) {
-  uint8_t L[kQK_K];
-  for (int64_t i = 0; i < nb; ++i) {
-    std::memset(y[i].scales, 0, sizeof y[i].scales);
-    quant_k_scales_mins<31>(x, -0.5f, 15, &y[i].d, &y[i].dmin, y[i].scales, L);
-    uint8_t* qh = y[i].qh;
-    uint8_t* ql = y[i].qs;
-    std::memset(qh, 0, kQK_K / 8);
-    uint8_t m1 = 1, m2 = 2;
-    for (int n = 0; n < kQK_K; n += 64) {
-      for (int j = 0; j < 32; ++j) {
-        int l1 = L[n + j];
-        if (l1 > 15) {
-          l1 -= 16;
-          qh[j] |= m1;
-        }
-        int l2 = L[n + j + 32];
-        if (l2 > 15) {
-          l2 -= 16;
-          qh[j] |= m2;
-        }
-        ql[j] = static_cast<uint8_t>(l1 | (l2 << 4));
-      }
-      m1 = static_cast<uint8_t>(m1 << 2);
-      m2 = static_cast<uint8_t>(m2 << 2);
-      ql += 32;
-    }
-    x += kQK_K;
-  }
-}
-
-void quant_q6_k(const float* x, BlockQ6_K* y, int64_t nb) {
+void quant_blocks(const float* x, BlockQ6_K* y, int64_t nb) {
   int8_t L[kQK_K];
   float scales[kQK_K / 16];
   for (int64_t i = 0; i < nb; ++i) {
@@ -674,16 +537,10 @@ void quant_q6_k(const float* x, BlockQ6_K* y, int64_t nb) {
   }
 }
 
-void quant_q8_k(const float* x, BlockQ8_K* y, int64_t nb) {
+void quant_blocks(const float* x, BlockQ8_K* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
-    float max = 0, amax = 0;
-    for (int j = 0; j < kQK_K; ++j) {
-      const float ax = std::fabs(x[j]);
-      if (ax > amax) {
-        amax = ax;
-        max = x[j];
-      }
-    }
+    float amax;
+    const float max = max_magnitude(x, kQK_K, &amax);
     if (!amax) {
       const float zero = 0.0f;
       std::memcpy(&y[i].d, &zero, sizeof zero);
@@ -708,80 +565,75 @@ void quant_q8_k(const float* x, BlockQ8_K* y, int64_t nb) {
   }
 }
 
+// F32, F16 and BF16 rows as row types of their own (one element a block).
+struct F16Row {};
+struct BF16Row {};
+
+void dequant_blocks(const float* x, float* y, int64_t n) { std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float)); }
+void quant_blocks(const float* x, float* y, int64_t n) { std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float)); }
+
+// 2 bytes an element, any alignment.
+void halves_to_floats(const void* src, float* dst, int64_t n, float (*to_float)(uint16_t)) {
+  const auto* s = static_cast<const uint8_t*>(src);
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, s + 2 * i, 2);
+    dst[i] = to_float(h);
+  }
+}
+void floats_to_halves(const float* src, void* dst, int64_t n, uint16_t (*to_half)(float)) {
+  auto* d = static_cast<uint8_t*>(dst);
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t h = to_half(src[i]);
+    std::memcpy(d + 2 * i, &h, 2);
+  }
+}
+void dequant_blocks(const F16Row* x, float* y, int64_t n) { halves_to_floats(x, y, n, fp16_to_fp32); }
+void dequant_blocks(const BF16Row* x, float* y, int64_t n) { halves_to_floats(x, y, n, bf16_to_fp32); }
+void quant_blocks(const float* x, F16Row* y, int64_t n) { floats_to_halves(x, y, n, fp32_to_fp16); }
+void quant_blocks(const float* x, BF16Row* y, int64_t n) { floats_to_halves(x, y, n, fp32_to_bf16); }
+
+// Each GGML type's row type: its block struct, or float, F16Row, BF16Row.
+template <GgmlType T, typename R>
+struct RowTypeOf {
+  static constexpr GgmlType type = T;
+  using Row = R;
+};
+using RowTypes =
+    std::tuple<RowTypeOf<GgmlType::F32, float>, RowTypeOf<GgmlType::F16, F16Row>, RowTypeOf<GgmlType::BF16, BF16Row>,
+               RowTypeOf<GgmlType::Q4_0, BlockQ4_0>, RowTypeOf<GgmlType::Q4_1, BlockQ4_1>,
+               RowTypeOf<GgmlType::Q5_0, BlockQ5_0>, RowTypeOf<GgmlType::Q5_1, BlockQ5_1>,
+               RowTypeOf<GgmlType::Q8_0, BlockQ8_0>, RowTypeOf<GgmlType::Q8_1, BlockQ8_1>,
+               RowTypeOf<GgmlType::Q4_K, BlockQ4_K>, RowTypeOf<GgmlType::Q5_K, BlockQ5_K>,
+               RowTypeOf<GgmlType::Q6_K, BlockQ6_K>, RowTypeOf<GgmlType::Q8_K, BlockQ8_K>>;
+
+template <typename F, typename... R>
+bool with_row_type_of(GgmlType t, F& f, std::tuple<R...>*) {
+  return ((t == R::type && (f(std::type_identity<typename R::Row>{}), true)) || ...);
+}
+// Calls f(std::type_identity<Row>) with the row type of t; false when t has none.
+template <typename F>
+bool with_row_type(GgmlType t, F&& f) {
+  return with_row_type_of(t, f, static_cast<RowTypes*>(nullptr));
+}
+
 }  // namespace
 
 void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
   check_blocks(t, n, "dequantize_row");
   if (n == 0) return;
   const int64_t nb = n / traits(t).block_elems;
-  switch (t) {
-    case GgmlType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); return;
-    case GgmlType::F16: {
-      const auto* s = static_cast<const uint8_t*>(src);
-      for (int64_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, s + 2 * i, 2);
-        dst[i] = fp16_to_fp32(h);
-      }
-      return;
-    }
-    case GgmlType::BF16: {
-      const auto* s = static_cast<const uint8_t*>(src);
-      for (int64_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, s + 2 * i, 2);
-        dst[i] = bf16_to_fp32(h);
-      }
-      return;
-    }
-    case GgmlType::Q4_0: return dequant_q4_0(static_cast<const BlockQ4_0*>(src), dst, nb);
-    case GgmlType::Q4_1: return dequant_q4_1(static_cast<const BlockQ4_1*>(src), dst, nb);
-    case GgmlType::Q5_0: return dequant_q5_0(static_cast<const BlockQ5_0*>(src), dst, nb);
-    case GgmlType::Q5_1: return dequant_q5_1(static_cast<const BlockQ5_1*>(src), dst, nb);
-    case GgmlType::Q8_0: return dequant_q8_0(static_cast<const BlockQ8_0*>(src), dst, nb);
-    case GgmlType::Q8_1: return dequant_q8_1(static_cast<const BlockQ8_1*>(src), dst, nb);
-    case GgmlType::Q4_K: return dequant_q4_k(static_cast<const BlockQ4_K*>(src), dst, nb);
-    case GgmlType::Q5_K: return dequant_q5_k(static_cast<const BlockQ5_K*>(src), dst, nb);
-    case GgmlType::Q6_K: return dequant_q6_k(static_cast<const BlockQ6_K*>(src), dst, nb);
-    case GgmlType::Q8_K: return dequant_q8_k(static_cast<const BlockQ8_K*>(src), dst, nb);
-  }
-  throw std::invalid_argument("dequantize_row: unsupported type");
+  if (!with_row_type(t,
+                     [&](auto row) { dequant_blocks(static_cast<const typename decltype(row)::type*>(src), dst, nb); }))
+    throw std::invalid_argument("dequantize_row: unsupported type");
 }
 
 void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
   check_blocks(t, n, "quantize_row");
   if (n == 0) return;
   const int64_t nb = n / traits(t).block_elems;
-  switch (t) {
-    case GgmlType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); return;
-    case GgmlType::F16: {
-      auto* d = static_cast<uint8_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) {
-        const uint16_t h = fp32_to_fp16(src[i]);
-        std::memcpy(d + 2 * i, &h, 2);
-      }
-      return;
-    }
-    case GgmlType::BF16: {
-      auto* d = static_cast<uint8_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) {
-        const uint16_t h = fp32_to_bf16(src[i]);
-        std::memcpy(d + 2 * i, &h, 2);
-      }
-      return;
-    }
-    case GgmlType::Q4_0: return quant_q4_0(src, static_cast<BlockQ4_0*>(dst), nb);
-    case GgmlType::Q4_1: return quant_q4_1(src, static_cast<BlockQ4_1*>(dst), nb);
-    case GgmlType::Q5_0: return quant_q5_0(src, static_cast<BlockQ5_0*>(dst), nb);
-    case GgmlType::Q5_1: return quant_q5_1(src, static_cast<BlockQ5_1*>(dst), nb);
-    case GgmlType::Q8_0: return quant_q8_0(src, static_cast<BlockQ8_0*>(dst), nb);
-    case GgmlType::Q8_1: return quant_q8_1(src, static_cast<BlockQ8_1*>(dst), nb);
-    case GgmlType::Q4_K: return quant_q4_k(src, static_cast<BlockQ4_K*>(dst), nb);
-    case GgmlType::Q5_K: return quant_q5_k(src, static_cast<BlockQ5_K*>(dst), nb);
-    case GgmlType::Q6_K: return quant_q6_k(src, static_cast<BlockQ6_K*>(dst), nb);
-    case GgmlType::Q8_K: return quant_q8_k(src, static_cast<BlockQ8_K*>(dst), nb);
-  }
-  throw std::invalid_argument("quantize_row: unsupported type");
+  if (!with_row_type(t, [&](auto row) { quant_blocks(src, static_cast<typename decltype(row)::type*>(dst), nb); }))
+    throw std::invalid_argument("quantize_row: unsupported type");
 }
 
 void quantize_row_activation(GgmlType vec_dot_type, const float* src, void* dst, int64_t n) {
@@ -789,8 +641,8 @@ void quantize_row_activation(GgmlType vec_dot_type, const float* src, void* dst,
   if (n == 0) return;
   const int64_t nb = n / traits(vec_dot_type).block_elems;
   switch (vec_dot_type) {
-    case GgmlType::Q8_0: return quant_q8_0_cpu(src, static_cast<BlockQ8_0*>(dst), nb);
-    case GgmlType::Q8_1: return quant_q8_1_cpu(src, static_cast<BlockQ8_1*>(dst), nb);
+    case GgmlType::Q8_0: return quant_q8<BlockQ8_0, true>(src, static_cast<BlockQ8_0*>(dst), nb);
+    case GgmlType::Q8_1: return quant_q8<BlockQ8_1, true>(src, static_cast<BlockQ8_1*>(dst), nb);
     case GgmlType::F32:
     case GgmlType::F16:
     case GgmlType::BF16:

@@ -5,9 +5,9 @@
 #include <cstring>
 
 #include "gguf/quants.h"
-#include "kernels/attention.h"
-#include "kernels/norms.h"
-#include "kernels/rope.h"
+#include "kernels/attention/attention.h"
+#include "kernels/norms/norms.h"
+#include "kernels/rope/rope.h"
 
 namespace tandem {
 
@@ -80,27 +80,11 @@ void HybridBlocks::attention(const AttentionBlock& L, const float* in, int64_t n
   }
   // One task per KV head and a few consecutive tokens: the group's query rows share every K/V read.
   float* o = grown(o_, static_cast<size_t>(T * qdim));
-  const int group = nh / nkv;
-  const int hc = std::min(group, AttentionRows::kMax);
-  const int64_t tb = std::max(1, AttentionRows::kMax / hc);
-  const int head_chunks = (group + hc - 1) / hc;
-  const int64_t token_blocks = (T + tb - 1) / tb;
-  pool_->parallel_for(token_blocks * nkv * head_chunks, [&](int64_t task, int thread) {
-    const int64_t t0 = (task / (nkv * head_chunks)) * tb;
-    const int g = static_cast<int>(task / head_chunks % nkv);
-    const int h0 = g * group + static_cast<int>(task % head_chunks) * hc;
-    const int h1 = std::min(h0 + hc, (g + 1) * group);
-    AttentionRows rows;
-    for (int64_t t = t0; t < std::min(T, t0 + tb); ++t)
-      for (int h = h0; h < h1; ++h) {
-        rows.q[rows.n] = q + t * qdim + static_cast<int64_t>(h) * hd;
-        rows.out[rows.n] = o + t * qdim + static_cast<int64_t>(h) * hd;
-        rows.n_kv[rows.n] = pos0 + t + 1;
-        ++rows.n;
-      }
-    attention_rows(kc.tier, rows, hd, L.scale, kc_rows + static_cast<int64_t>(g) * hd,
-                   vc_rows + static_cast<int64_t>(g) * hd, kvd, per_thread_[thread]);
-  });
+  attention_causal_tasks(kc.tier,
+                         {.n_head = nh, .n_head_kv = nkv, .head_dim = hd, .T = T, .pos0 = pos0, .scale = L.scale,
+                          .q = q, .ldq = qdim, .k_cache = kc_rows, .v_cache = vc_rows, .kv_stride = kvd, .out = o,
+                          .ldo = qdim},
+                         *pool_, per_thread_.get());
   project(*L.o, o, qdim, T, out, n_embd);
 }
 

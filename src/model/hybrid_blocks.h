@@ -13,7 +13,7 @@
 #include <span>
 #include <vector>
 
-#include "kernels/matmul.h"
+#include "kernels/matmul/matmul.h"
 #include "runtime/scratch.h"
 #include "runtime/thread_pool.h"
 

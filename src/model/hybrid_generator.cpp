@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -232,18 +231,10 @@ GenStats generate_hybrid_model(const HybridGenOptions& opt, const std::string& p
   const std::string a = s.arch;
   auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
   GgufWriter w;
-  w.set_string("general.architecture", a);
-  w.set_string("general.name", "tandem-" + s.preset);
-  w.set_string("general.type", "model");
   std::ostringstream d;
   d << "RANDOM weights (tandem-gen-model, seed=" << opt.seed << "; golden-hybrids distributions); " << a
     << " schema, preset " << s.preset;
-  w.set_string("general.description", d.str());
-  w.set_u32(a + ".block_count", u32(L));
-  w.set_u32(a + ".context_length", s.context_length);
-  w.set_u32(a + ".embedding_length", u32(E));
-  w.set_u32(a + ".feed_forward_length", u32(s.n_ff));
-  w.set_u32(a + ".attention.head_count", u32(s.n_head));
+  write_header_keys(w, a, "tandem-" + s.preset, d.str(), L, s.context_length, E, s.n_ff, s.n_head);
   std::vector<int32_t> kv;
   for (bool r : s.recurrent) kv.push_back(r ? 0 : static_cast<int32_t>(s.n_head_kv));
   w.set_array_i32(a + ".attention.head_count_kv", kv);
@@ -269,16 +260,7 @@ GenStats generate_hybrid_model(const HybridGenOptions& opt, const std::string& p
     w.set_u32(a + ".ssm.time_step_rank", u32(s.n_ssm_head));
     w.set_bool(a + ".rope.scaling.finetuned", false);
   }
-  w.set_string("tokenizer.ggml.model", "gpt2");
-  w.set_string("tokenizer.ggml.pre", vocab.pre);
-  w.set_array_string("tokenizer.ggml.tokens", vocab.tokens);
-  w.set_array_i32("tokenizer.ggml.token_type", vocab.token_types);
-  w.set_array_string("tokenizer.ggml.merges", vocab.merges);
-  if (vocab.bos_id) w.set_u32("tokenizer.ggml.bos_token_id", u32(*vocab.bos_id));
-  if (vocab.eos_id) w.set_u32("tokenizer.ggml.eos_token_id", u32(*vocab.eos_id));
-  if (vocab.pad_id) w.set_u32("tokenizer.ggml.padding_token_id", u32(*vocab.pad_id));
-  w.set_bool("tokenizer.ggml.add_bos_token", fam.add_bos_token);
-  if (!vocab.chat_template.empty()) w.set_string("tokenizer.chat_template", vocab.chat_template);
+  write_vocab_keys(w, vocab, fam.add_bos_token);
   if (ft->quantized) w.set_u32("general.quantization_version", 2);
   w.set_u32("general.file_type", ft->llama_ftype);
 
@@ -294,12 +276,8 @@ GenStats generate_hybrid_model(const HybridGenOptions& opt, const std::string& p
     for (int64_t v : t.ne) n *= v;
     st.n_params += n;
   }
-  for (const auto& [name, n] : type_count) st.type_summary += (st.type_summary.empty() ? "" : ", ") + name + " " + std::to_string(n);
-  w.write_file(path);
-  std::error_code ec;
-  const auto sz = std::filesystem::file_size(path, ec);
-  st.n_bytes = ec ? 0 : static_cast<size_t>(sz);
-  st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  st.type_summary = type_summary(type_count);
+  write_generated(w, path, t0, st);
   return st;
 }
 

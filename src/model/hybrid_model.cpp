@@ -3,12 +3,16 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "kernels/matmul.h"
+#include "kernels/matmul/matmul.h"
+#include "kernels/matmul/weight_pack.h"
 #include "model/model_fingerprint.h"
 
 namespace tandem {
 
+HybridModel::HybridModel() : packed_(std::make_unique<kernels::PackedWeights>()) {}
 HybridModel::~HybridModel() = default;
+
+size_t HybridModel::packed_weight_bytes() const { return packed_->bytes(); }
 
 void HybridModel::forward_image(SequenceState&, const EmbeddingRows&, const ForwardOptions&, ForwardOutput&) {
   throw std::logic_error("a " + architecture() + " model takes no image rows (only qwen35 files have an image path)");
@@ -49,10 +53,22 @@ void HybridModel::check_text_batch(const SequenceState& st, std::span<const int3
                                   std::to_string(shape_.n_vocab) + ")");
 }
 
+int64_t HybridModel::logit_rows(LogitsMode mode, int64_t pos0, int64_t T, ForwardOutput& out) const {
+  out.logit_positions.clear();
+  if (mode == LogitsMode::None) {
+    out.logits.clear();
+    return -1;
+  }
+  const int64_t first = mode == LogitsMode::All ? 0 : T - 1;
+  for (int64_t t = first; t < T; ++t) out.logit_positions.push_back(pos0 + t);
+  out.logits.resize(static_cast<size_t>((T - first) * shape_.n_vocab));
+  return first;
+}
+
 void HybridModel::pack_matrix(kernels::WeightMatrix& W, CpuTier tier, bool keep_rows) {
   // After packing, the ggml rows of a matrix are only read by ActivationMode::Exact: their pages
   // leave the resident set (the file stays the backing store), so the model is not held twice.
-  if (W.data && kernels::plan_matrix(W.type, tier).layout == kernels::WeightLayout::Packed && packed_.pack(W) &&
+  if (W.data && kernels::plan_matrix(W.type, tier).layout == kernels::WeightLayout::Packed && packed_->pack(W) &&
       !keep_rows)
     file_->release_pages(W.data, W.row_stride * static_cast<size_t>(W.rows));
 }
@@ -61,7 +77,7 @@ void HybridModel::unload_weights() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!file_) return;
   drop_weights();
-  packed_ = kernels::PackedWeights{};
+  packed_ = std::make_unique<kernels::PackedWeights>();
   file_.reset();
 }
 

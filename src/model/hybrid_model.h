@@ -21,16 +21,21 @@
 #include <string>
 
 #include "gguf/gguf_file.h"
-#include "kernels/matmul.h"
-#include "kernels/weight_pack.h"
 #include "model/forward_pass.h"
 #include "model/model_shape.h"
 #include "model/sequence_state.h"
+#include "runtime/activation_mode.h"
 #include "runtime/cpu_features.h"
 #include "runtime/resource_governor.h"
 #include "runtime/thread_pool.h"
 
 namespace tandem {
+
+// The kernels' types stay behind this seam: the serving core sees the model, not how it multiplies.
+namespace kernels {
+struct WeightMatrix;
+class PackedWeights;
+}  // namespace kernels
 
 class Qwen35Model;
 
@@ -50,12 +55,12 @@ class HybridModel {
   virtual CpuTier cpu_tier() const = 0;
   // Bytes of the weights' packed copies (0 on the scalar tier, and where the tier packs none of
   // the file's types: kernels::plan_matrix).
-  size_t packed_weight_bytes() const { return packed_.bytes(); }
+  size_t packed_weight_bytes() const;
   // Converted (default): activations meet quantized/F16 weights converted as ggml-cpu does, on
   // the integer kernels (llama.cpp's numbers). Exact: dequantized weights times the float
   // activations (slower; what the weights alone do to the logits, for accuracy comparisons).
-  virtual void set_activation_mode(kernels::ActivationMode mode) = 0;
-  virtual kernels::ActivationMode activation_mode() const = 0;
+  virtual void set_activation_mode(ActivationMode mode) = 0;
+  virtual ActivationMode activation_mode() const = 0;
 
   // A sequence of this model with room for n_ctx cache rows (zero state, position 0).
   std::unique_ptr<SequenceState> new_sequence(int64_t n_ctx) const {
@@ -103,7 +108,7 @@ class HybridModel {
   const std::string& path() const { return path_; }
 
  protected:
-  HybridModel() = default;
+  HybridModel();
   // load()'s common part, in the order every architecture needs: the file's fingerprint (before
   // packing gives sampled pages back), bind_weights, the packed copies, then the pool.
   void open_common(const std::string& path, std::unique_ptr<GgufFile> file, const LoadOptions& opt);
@@ -118,6 +123,10 @@ class HybridModel {
   // the vocabulary; throws what is wrong, naming the index and the bounds (the same for every
   // architecture, so a client gets the same error whatever model it runs).
   void check_text_batch(const SequenceState& st, std::span<const int32_t> tokens) const;
+  // The logits a pass of T tokens at pos0 hands back (mode: ForwardOptions::logits): sizes
+  // out.logits and sets out.logit_positions for them, and returns the first of the T rows they are
+  // of (the rest follow it), or -1 for none (out.logits cleared).
+  int64_t logit_rows(LogitsMode mode, int64_t pos0, int64_t T, ForwardOutput& out) const;
   // Packs W when the tier's plan for its type says so; the ggml rows' pages are given back to
   // the file unless keep_rows (a tied head whose rows are also the embedding table).
   void pack_matrix(kernels::WeightMatrix& W, CpuTier tier, bool keep_rows);
@@ -127,7 +136,7 @@ class HybridModel {
   std::string path_;
   uint64_t fingerprint_ = 0;
   bool pack_matrices_ = true;
-  kernels::PackedWeights packed_;
+  std::unique_ptr<kernels::PackedWeights> packed_;  // never null
   std::mutex mu_;  // one pass at a time: passes share the model's workspace and pool
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<CpuResourceGovernor> governor_;  // declared after pool_: destroyed first

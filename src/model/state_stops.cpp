@@ -6,9 +6,6 @@
 
 namespace tandem {
 
-namespace {
-
-// Resizes a list of state buffers without freeing any (ForwardOutput::spare_states).
 void resize_states(std::vector<RecurrentCheckpoint>& v, size_t n, std::vector<RecurrentCheckpoint>& spare,
                    size_t floats) {
   while (v.size() > n) {
@@ -26,8 +23,6 @@ void resize_states(std::vector<RecurrentCheckpoint>& v, size_t n, std::vector<Re
   for (RecurrentCheckpoint& c : v)
     if (c.data.size() != floats) c.data.resize(floats);
 }
-
-}  // namespace
 
 void StateStops::plan(const ForwardOptions& opt, const SequenceState& st, int64_t T, ForwardOutput& out) {
   const int64_t pos0 = st.n_past();

@@ -16,6 +16,11 @@
 
 namespace tandem {
 
+// Resizes a list of a pass's state buffers (ForwardOutput::cut_states, rollback_states) to n of
+// `floats` each without freeing any: the ones no longer needed go to `spare`, new ones come from it.
+void resize_states(std::vector<RecurrentCheckpoint>& v, size_t n, std::vector<RecurrentCheckpoint>& spare,
+                   size_t floats);
+
 class StateStops {
  public:
   // Validates opt (cuts strictly increasing inside (n_past, n_past + T], rollback_states >= 0),

@@ -9,7 +9,7 @@
 
 #include "gguf/gguf_file.h"
 #include "gguf/quants.h"
-#include "kernels/matmul.h"
+#include "kernels/matmul/matmul.h"
 
 namespace tandem {
 

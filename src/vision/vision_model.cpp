@@ -6,11 +6,11 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "kernels/gelu.h"
-#include "kernels/gemm_f32.h"
-#include "kernels/norms.h"
-#include "kernels/rope_vision.h"
-#include "kernels/softmax.h"
+#include "kernels/elementwise/gelu.h"
+#include "kernels/gemm_f32/gemm_f32.h"
+#include "kernels/norms/norms.h"
+#include "kernels/rope/rope_vision.h"
+#include "kernels/attention/softmax.h"
 
 namespace tandem::vision {
 

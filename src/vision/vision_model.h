@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "gguf/gguf_file.h"
-#include "kernels/matmul.h"
-#include "kernels/weight_pack.h"
+#include "kernels/matmul/matmul.h"
+#include "kernels/matmul/weight_pack.h"
 #include "runtime/cpu_features.h"
 #include "runtime/thread_pool.h"
 #include "vision/image_preprocess.h"

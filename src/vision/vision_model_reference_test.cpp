@@ -11,7 +11,7 @@
 
 #include "gguf/ggml_type.h"
 #include "gguf/quants.h"
-#include "kernels/gelu.h"
+#include "kernels/elementwise/gelu.h"
 #include "runtime/cpu_features.h"
 #include "vision/vision_generator.h"
 #include "vision/vision_model.h"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gguf/gguf_file.h"
-#include "kernels/matmul.h"
+#include "kernels/matmul/matmul.h"
 #include "vision/vision_hparams.h"
 
 namespace tandem::vision {

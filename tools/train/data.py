@@ -13,6 +13,7 @@ of P tokens:
   drafter uses it (the MTP row of the last prompt token is never drafted from, so it is not trained).
 """
 
+import array
 import json
 import random
 
@@ -21,7 +22,10 @@ import torch
 PREFIX_ROUND = 64  # the shared prefix is cut at a multiple of the delta rule's chunk
 
 
-def load_pairs(paths):
+def load_pairs(paths, compact=False):
+    """The records of tandem-train-data / make_data.py files. compact: each prompt as an
+    array('i') (4 bytes a token instead of a Python int's ~36: 50,000 prompts of 650 tokens are
+    130 MB, not 1.2 GB)."""
     recs = []
     for path in paths:
         with open(path) as f:
@@ -35,6 +39,8 @@ def load_pairs(paths):
                         raise ValueError("%s:%d: record without \"%s\" (tandem-train-data --tag seed=N)" % (path, n, key))
                 if len(r["answer"]) < 1 or len(r["prompt"]) < 2:
                     raise ValueError("%s:%d: empty prompt or answer" % (path, n))
+                if compact:
+                    r["prompt"] = array.array("i", r["prompt"])
                 recs.append(r)
     if not recs:
         raise ValueError("no records in " + ", ".join(paths))
@@ -79,8 +85,8 @@ class Batch:
     """One shared-prefix batch: tensors for Qwen35.forward_batch plus the loss targets."""
 
     def __init__(self, recs):
-        seqs = [r["prompt"] + r["answer"][:-1] for r in recs]
-        prompts = [r["prompt"] for r in recs]
+        prompts = [list(r["prompt"]) for r in recs]      # a list or a compact array('i')
+        seqs = [p + list(r["answer"][:-1]) for p, r in zip(prompts, recs)]
         lcp = min(len(p) for p in prompts) - 1               # every main-loss row stays in the suffix
         first = prompts[0]
         for p in prompts[1:]:
@@ -93,9 +99,9 @@ class Batch:
         lens = [len(s) - P for s in seqs]
         self.suffix = torch.zeros(len(recs), max(lens), dtype=torch.long)  # right padding: never attended
         main_rows, main_t, mtp_rows, mtp_t = [], [], [], []
-        for b, (r, s) in enumerate(zip(recs, seqs)):
+        for b, (r, s, p) in enumerate(zip(recs, seqs, prompts)):
             self.suffix[b, :lens[b]] = torch.tensor(s[P:], dtype=torch.long)
-            Pi, ans = len(r["prompt"]), r["answer"]
+            Pi, ans = len(p), r["answer"]
             for j, a in enumerate(ans):
                 main_rows.append((b, Pi - 1 + j - P))
                 main_t.append(a)
@@ -137,8 +143,33 @@ class Batcher:
         return Batch([self.recs[k] for k in self.queue.pop()])
 
 
-def eval_batches(recs, batch_size):
-    """The records in order (sorted by length), as batches: evaluation."""
+def eval_batches(recs, batch_size, with_index=False):
+    """The records sorted by length, as batches: evaluation. with_index: (record indices, Batch)."""
     order = sorted(range(len(recs)), key=lambda k: len(recs[k]["prompt"]))
     for i in range(0, len(order), batch_size):
-        yield Batch([recs[k] for k in order[i:i + batch_size]])
+        b = Batch([recs[k] for k in order[i:i + batch_size]])
+        yield (order[i:i + batch_size], b) if with_index else b
+
+
+def action_kind(r):
+    """The expected action's kind ("tap", "input", ...) of a record."""
+    a = r.get("action", "")
+    try:
+        return json.loads(a)["action"]
+    except (ValueError, KeyError, TypeError):
+        return "?"
+
+
+def held_out(key, percent):
+    """Whether a task (task_key) is one of the held-out tasks: a fixed share `percent` of all tasks,
+    chosen by a hash of the app and task string (the same tasks in every run, whatever the seeds)."""
+    if percent <= 0:
+        return False
+    import hashlib
+    h = hashlib.sha1(("%s\t%s" % key).encode("utf-8")).digest()
+    return int.from_bytes(h[:4], "little") % 1000 < 10 * percent
+
+
+def task_key(r):
+    """What makes a task: the app and the task string (template, target and text filled in)."""
+    return (r.get("app", ""), r.get("task", ""))

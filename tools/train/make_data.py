@@ -1,6 +1,7 @@
 """Training data from the agent environment: one trace per seed (tandem-gen-trace --seed S, any
 further options passed through), each turned into (prompt, answer) token pairs by tandem-train-data
-with the given tokenizer and tagged with its seed, all in one JSONL file.
+with the given tokenizer and tagged with its seed and its task string (the trace record's "task": the figures on tasks no training seed
+contained compare them), all in one JSONL file.
 
 usage: /usr/bin/python3 tools/train/make_data.py --build BUILD --seeds 1-300 -o pairs.jsonl
            (--tokenizer-json tokenizer.json | -m MODEL.gguf) [-- TRACE OPTIONS...]
@@ -32,8 +33,15 @@ def make(build, seeds, out, tokenizer_json=None, model=None, trace_args=()):
         # a second); each record gets its trace's seed here, from its "trace" field.
         pairs = subprocess.run([os.path.join(build, "tandem-train-data")] + tok + list(seed_of),
                                check=True, stdout=subprocess.PIPE, text=True).stdout
+        tasks = {}  # (trace, line) -> the record's task string (the unseen-task figures need it)
+        for trace in seed_of:
+            with open(trace) as f:
+                for n, line in enumerate(f, 1):
+                    if line.strip() and not line.startswith("#"):
+                        tasks[(trace, n)] = json.loads(line).get("task", "")
         for line in pairs.splitlines():
             r = json.loads(line)
+            r["task"] = tasks.get((r["trace"], r["line"]), "")
             r["seed"] = seed_of[r["trace"]]
             r["trace"] = "seed-%d" % r["seed"]  # the temporary file is gone; the seed regenerates it
             fo.write(json.dumps(r, separators=(",", ":")) + "\n")

@@ -28,7 +28,7 @@ from dataclasses import dataclass, asdict, fields
 import torch
 import torch.nn.functional as F
 
-from delta_rule import chunk_gated_delta_rule
+from delta_rule import chunk_gated_delta_rule, f32
 
 
 @dataclass
@@ -238,10 +238,14 @@ class Qwen35(torch.nn.Module):
         table = torch.cat([self.w("token_embd.weight"), self.w("token_embd.weight").new_zeros(1, self.shape.n_embd)])
         return F.embedding(self.lookup[tokens], table)
 
+    def lin(self, x, name):
+        """x @ W^T with the named weight, float32 out under autocast (delta_rule.f32)."""
+        return f32(F.linear(x, self.w(name)))
+
     def ffn(self, il, x):
         p = "blk.%d." % il
-        return F.linear(F.silu(F.linear(x, self.w(p + "ffn_gate.weight"))) * F.linear(x, self.w(p + "ffn_up.weight")),
-                        self.w(p + "ffn_down.weight"))
+        return self.lin(F.silu(self.lin(x, p + "ffn_gate.weight")) * self.lin(x, p + "ffn_up.weight"),
+                        p + "ffn_down.weight")
 
     def rope_cs(self, pos0, T, dtype):
         s = self.shape
@@ -266,12 +270,12 @@ class Qwen35(torch.nn.Module):
         p = "blk.%d." % il
         B, T, _ = a.shape
         hd, nh, nkv = s.head_dim, s.n_head, s.n_head_kv
-        qg = F.linear(a, self.w(p + "attn_q.weight")).view(B, T, nh, 2 * hd)
+        qg = self.lin(a, p + "attn_q.weight").view(B, T, nh, 2 * hd)
         q, gate = qg[..., :hd], qg[..., hd:]
         q = self.rope(rms_norm(q, self.w(p + "attn_q_norm.weight"), s.rms_eps), cs)
-        k = F.linear(a, self.w(p + "attn_k.weight")).view(B, T, nkv, hd)
+        k = self.lin(a, p + "attn_k.weight").view(B, T, nkv, hd)
         k = self.rope(rms_norm(k, self.w(p + "attn_k_norm.weight"), s.rms_eps), cs)
-        v = F.linear(a, self.w(p + "attn_v.weight")).view(B, T, nkv, hd)
+        v = self.lin(a, p + "attn_v.weight").view(B, T, nkv, hd)
         k, v = k.transpose(1, 2), v.transpose(1, 2)                   # [B, nkv, T, hd]
         if past is not None:
             k = torch.cat([past[0].expand(B, -1, -1, -1), k], dim=2)
@@ -284,10 +288,10 @@ class Qwen35(torch.nn.Module):
         # Causal mask as an additive bias, fused into the product (the scores are the largest tensor).
         bias = torch.zeros(T, T_all, dtype=a.dtype, device=a.device).masked_fill(
             torch.ones(T, T_all, dtype=torch.bool, device=a.device).triu(past_len + 1), float("-inf")).repeat(group, 1)
-        scores = torch.baddbmm(bias, qh, k.reshape(B * nkv, T_all, hd).transpose(1, 2))
-        o = (scores.softmax(-1) @ v.reshape(B * nkv, T_all, hd)).view(B, nh, T, hd).transpose(1, 2)
+        scores = f32(torch.baddbmm(bias, qh, k.reshape(B * nkv, T_all, hd).transpose(1, 2)))
+        o = f32(scores.softmax(-1) @ v.reshape(B * nkv, T_all, hd)).view(B, nh, T, hd).transpose(1, 2)
         o = o * torch.sigmoid(gate)
-        return F.linear(o.reshape(B, T, nh * hd), self.w(p + "attn_output.weight")), (k, v)
+        return self.lin(o.reshape(B, T, nh * hd), p + "attn_output.weight"), (k, v)
 
     def gdn(self, il, a, state):
         """Gated DeltaNet (spec 4.3) of a [B, T, E]; state = (conv tail [B, K-1, conv_dim], S [B, H_v,
@@ -296,10 +300,10 @@ class Qwen35(torch.nn.Module):
         p = "blk.%d." % il
         B, T, _ = a.shape
         d, Hk, Hv, K = s.ssm_d_state, s.ssm_n_group, s.ssm_dt_rank, s.ssm_conv_kernel
-        mixed = F.linear(a, self.w(p + "attn_qkv.weight"))            # [B, T, conv_dim]
-        z = F.linear(a, self.w(p + "attn_gate.weight")).view(B, T, Hv, d)
-        beta = torch.sigmoid(F.linear(a, self.w(p + "ssm_beta.weight")))
-        alpha = F.linear(a, self.w(p + "ssm_alpha.weight"))
+        mixed = self.lin(a, p + "attn_qkv.weight")            # [B, T, conv_dim]
+        z = self.lin(a, p + "attn_gate.weight").view(B, T, Hv, d)
+        beta = torch.sigmoid(self.lin(a, p + "ssm_beta.weight"))
+        alpha = self.lin(a, p + "ssm_alpha.weight")
         # g = ssm_a * softplus(alpha + dt_bias), ssm_a = -exp(A_log); ggml's softplus is linear above 20
         g = -torch.exp(self.w(p + "ssm_a")) * F.softplus(alpha + self.w(p + "ssm_dt.bias"), beta=1.0, threshold=20.0)
         if state is None:
@@ -320,7 +324,7 @@ class Qwen35(torch.nn.Module):
         o, S = chunk_gated_delta_rule(q, k, v.transpose(1, 2), g.transpose(1, 2), beta.transpose(1, 2), S)
         o = o.transpose(1, 2)                                         # [B, T, Hv, d]
         y = rms_norm(o, self.w(p + "ssm_norm.weight"), s.rms_eps) * F.silu(z)
-        return F.linear(y.reshape(B, T, s.value_dim), self.w(p + "ssm_out.weight")), (xpad[:, -(K - 1):], S)
+        return self.lin(y.reshape(B, T, s.value_dim), p + "ssm_out.weight"), (xpad[:, -(K - 1):], S)
 
     # ---- passes ----------------------------------------------------------------------------
     def trunk(self, tokens, pos0=0, states=None):
@@ -349,7 +353,7 @@ class Qwen35(torch.nn.Module):
         p = "blk.%d." % m
         e = rms_norm(self.embed(tokens), self.w(p + "nextn.enorm.weight"), s.rms_eps)
         hh = rms_norm(hidden_in, self.w(p + "nextn.hnorm.weight"), s.rms_eps)
-        u = F.linear(torch.cat([e, hh], dim=-1), self.w(p + "nextn.eh_proj.weight"))   # [embedding ; hidden]
+        u = self.lin(torch.cat([e, hh], dim=-1), p + "nextn.eh_proj.weight")   # [embedding ; hidden]
         cs = self.rope_cs(pos0, tokens.shape[1], u.dtype)
         a, kv = self.attention(m, rms_norm(u, self.w(p + "attn_norm.weight"), s.rms_eps), cs, past)
         u = u + a

@@ -3,33 +3,17 @@
 #include <cmath>
 #include <sstream>
 
-#include "model/layer_pattern.h"
-
 namespace tandem {
-
-int GraniteHybridHParams::n_recurrent_layers() const {
-  int n = 0;
-  for (bool r : is_recurrent) n += r ? 1 : 0;
-  return n;
-}
 
 GraniteHybridHParams GraniteHybridHParams::from_gguf(const GgufFile& f) {
   const KeyReader k(f, "granitehybrid");
   GraniteHybridHParams hp;
-  hp.n_layer = static_cast<int>(k.positive("block_count", 4096));
-  hp.n_embd = k.positive("embedding_length", 1 << 20);
+  hp.read_sizes(k);
   if (const auto experts = f.get_uint(k.key("expert_count")); experts && *experts > 0)
     f.fail("key '" + k.key("expert_count") + "' = " + std::to_string(*experts) +
            ": mixture-of-experts Granite-4.0-H variants (H-Tiny, H-Small) are not supported; the dense ones "
            "(H-Micro, H-1B, H-350M) are");
-  hp.n_ff = k.positive("feed_forward_length", 1 << 22);
-  hp.n_head = static_cast<int>(k.positive("attention.head_count", 4096));
-  const LayerPattern pat = read_layer_pattern(f, k, hp.n_layer, hp.n_head);
-  hp.is_recurrent = pat.is_recurrent;
-  hp.n_head_kv = pat.n_head_kv;
-  hp.head_dim = static_cast<int>(k.head_dim(hp.n_embd, hp.n_head));
-  hp.rms_eps = k.rms_eps();
-  hp.context_length = static_cast<int64_t>(f.get_uint(k.key("context_length")).value_or(0));
+  hp.read_layers(f, k);
   // llama.cpp: an absent rope.scaling.finetuned means true (RoPE on); Granite-4.0-H files say false.
   if (f.get_bool(k.key("rope.scaling.finetuned")).value_or(true))
     f.fail("key '" + k.key("rope.scaling.finetuned") +
@@ -71,29 +55,13 @@ std::string GraniteHybridHParams::summary() const {
 }
 
 ModelShape GraniteHybridHParams::shape() const {
-  ModelShape m;
-  m.architecture = "granitehybrid";
-  m.n_vocab = n_vocab;
-  m.n_embd = n_embd;
-  m.context_length = context_length;
-  m.n_layer = n_layer;
-  m.sequence.n_recurrent = n_recurrent_layers();
-  m.sequence.conv_floats = static_cast<int64_t>(d_conv - 1) * conv_channels();
-  m.sequence.ssm_floats = static_cast<int64_t>(d_state) * d_inner;
-  m.sequence.n_attention = n_attention_layers();
-  m.sequence.kv_dim = kv_dim();
   const double E = static_cast<double>(n_embd);
-  double linear = 0;
-  for (int il = 0; il < n_layer; ++il) {
-    linear += 3 * E * static_cast<double>(n_ff);
-    if (is_recurrent[il])  // in/out projections, the conv, the scan (update and read: 2 per state value)
-      linear += E * in_proj_rows() + static_cast<double>(d_inner) * E + static_cast<double>(d_conv) * conv_channels() +
-                2.0 * d_state * static_cast<double>(d_inner);
-    else
-      linear += 2 * E * static_cast<double>(n_head) * head_dim + 2 * E * static_cast<double>(kv_dim());
-  }
-  m.flops_per_token = 2 * linear;
-  m.flops_per_token_pair = 4.0 * n_attention_layers() * n_head * head_dim;
+  // A Mamba2 layer: the in/out projections, the conv, the scan (update and read: 2 per state value).
+  ModelShape m = layered_shape("granitehybrid", static_cast<int64_t>(d_conv - 1) * conv_channels(),
+                               static_cast<int64_t>(d_state) * d_inner,
+                               E * in_proj_rows() + static_cast<double>(d_inner) * E +
+                                   static_cast<double>(d_conv) * conv_channels() +
+                                   2.0 * d_state * static_cast<double>(d_inner));
   m.summary = summary();
   return m;
 }

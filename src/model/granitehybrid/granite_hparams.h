@@ -6,21 +6,14 @@
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "gguf/gguf_file.h"
+#include "model/layered_hparams.h"
 #include "model/model_shape.h"
 
 namespace tandem {
 
-struct GraniteHybridHParams {
-  int64_t n_vocab = 0;
-  int64_t n_embd = 0;
-  int n_layer = 0;
-  int64_t n_ff = 0;
-  int n_head = 0, n_head_kv = 0, head_dim = 0;
-  float rms_eps = 1e-5f;
-  int64_t context_length = 0;
+struct GraniteHybridHParams : LayeredHParams {
   // Scalings; 0 in the file (or absent) means none (1 here, and the attention's 1/sqrt(head_dim)).
   float embedding_scale = 1.0f;
   float residual_scale = 1.0f;
@@ -32,14 +25,10 @@ struct GraniteHybridHParams {
   int d_state = 0;                // ssm.state_size
   int n_ssm_head = 0;             // ssm.time_step_rank (the number of SSM heads, not a rank)
   int n_group = 1;                // ssm.group_count
-  std::vector<bool> is_recurrent; // per layer: a Mamba2 layer
 
   int ssm_head_dim() const { return static_cast<int>(d_inner / n_ssm_head); }
   int64_t conv_channels() const { return d_inner + 2LL * n_group * d_state; }     // x | B | C
   int64_t in_proj_rows() const { return 2 * d_inner + 2LL * n_group * d_state + n_ssm_head; }  // z | xBC | dt
-  int64_t kv_dim() const { return static_cast<int64_t>(n_head_kv) * head_dim; }
-  int n_recurrent_layers() const;
-  int n_attention_layers() const { return n_layer - n_recurrent_layers(); }
 
   // Reads and validates; throws GgufError naming the key and what was expected. MoE variants
   // (expert_count > 0: H-Tiny, H-Small) and RoPE files (rope.scaling.finetuned = true) are refused.

@@ -158,35 +158,22 @@ void Qwen35Shape::validate() const {
 Qwen35Shape Qwen35Shape::preset_shape(std::string_view name) {
   Qwen35Shape s;
   s.preset = std::string(name);
+  s.tied = true;  // every preset: a tied head and one MTP block
+  s.n_mtp = 1;
   if (name == "tiny") {
     // Fast tests, same structure as golden-a: 3 GDN layers + 1 attention layer + MTP, GQA 4/2,
     // H_v = 2·H_k (tiled head broadcast). n_embd = 256 so that K-quants really appear (a
     // K-quant row is a multiple of 256; with 128 every matrix would fall back to legacy
     // types); n_ff = 384 and value_dim = 128 keep some fallback rows (ffn_down, ssm_out).
     s.n_vocab = 0;  // the tokenizer's size
-    s.n_embd = 256;
-    s.n_layer = 4;
-    s.n_ff = 384;
-    s.n_head = 4;
-    s.n_head_kv = 2;
-    s.head_dim = 64;
-    s.n_rot = 16;
-    s.ssm_d_state = 32;
-    s.ssm_n_group = 2;
-    s.ssm_dt_rank = 4;
     s.context_length = 4096;
-    s.tied = true;
-    s.n_mtp = 1;
+    s.head_dim = 64; s.n_rot = 16; s.ssm_d_state = 32; s.ssm_n_group = 2;
+    s.n_embd = 256; s.n_layer = 4; s.n_ff = 384; s.n_head = 4; s.n_head_kv = 2; s.ssm_dt_rank = 4;
   } else if (name == "0.8b" || name == "2b" || name == "4b") {
     // spec/qwen35.md §1
     s.n_vocab = 248320;
-    s.head_dim = 256;
-    s.n_rot = 64;
-    s.ssm_d_state = 128;
-    s.ssm_n_group = 16;
-    s.tied = true;
-    s.n_mtp = 1;
     s.context_length = 262144;
+    s.head_dim = 256; s.n_rot = 64; s.ssm_d_state = 128; s.ssm_n_group = 16;
     if (name == "0.8b") {
       s.n_embd = 1024; s.n_layer = 24; s.n_ff = 3584; s.n_head = 8; s.n_head_kv = 2; s.ssm_dt_rank = 16;
     } else if (name == "2b") {
@@ -603,19 +590,7 @@ std::string format_description(const Qwen35Plan& p, uint64_t seed) {
 
 }  // namespace
 
-void write_qwen35_vocab(GgufWriter& w, const Qwen35Vocab& v) {
-  auto u32 = [](int64_t x) { return static_cast<uint32_t>(x); };
-  w.set_string("tokenizer.ggml.model", "gpt2");
-  w.set_string("tokenizer.ggml.pre", v.pre);
-  w.set_array_string("tokenizer.ggml.tokens", v.tokens);
-  w.set_array_i32("tokenizer.ggml.token_type", v.token_types);
-  w.set_array_string("tokenizer.ggml.merges", v.merges);
-  if (v.bos_id) w.set_u32("tokenizer.ggml.bos_token_id", u32(*v.bos_id));
-  if (v.eos_id) w.set_u32("tokenizer.ggml.eos_token_id", u32(*v.eos_id));
-  if (v.pad_id) w.set_u32("tokenizer.ggml.padding_token_id", u32(*v.pad_id));
-  w.set_bool("tokenizer.ggml.add_bos_token", false);
-  if (!v.chat_template.empty()) w.set_string("tokenizer.chat_template", v.chat_template);
-}
+void write_qwen35_vocab(GgufWriter& w, const Qwen35Vocab& v) { write_vocab_keys(w, v, /*add_bos_token=*/false); }
 
 GgufWriter build_qwen35_gguf(const GenOptions& opt, GenStats* stats) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -625,15 +600,9 @@ GgufWriter build_qwen35_gguf(const GenOptions& opt, GenStats* stats) {
   auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
 
   GgufWriter w;
-  w.set_string("general.architecture", arch);
-  w.set_string("general.name", opt.name.empty() ? "tandem-qwen35-" + s.preset : opt.name);
-  w.set_string("general.type", "model");
-  w.set_string("general.description", opt.description.empty() ? format_description(p, opt.seed) : opt.description);
-  w.set_u32(arch + ".block_count", u32(s.block_count()));
-  w.set_u32(arch + ".context_length", s.context_length);
-  w.set_u32(arch + ".embedding_length", u32(s.n_embd));
-  w.set_u32(arch + ".feed_forward_length", u32(s.n_ff));
-  w.set_u32(arch + ".attention.head_count", u32(s.n_head));
+  write_header_keys(w, arch, opt.name.empty() ? "tandem-qwen35-" + s.preset : opt.name,
+                    opt.description.empty() ? format_description(p, opt.seed) : opt.description, s.block_count(),
+                    s.context_length, s.n_embd, s.n_ff, s.n_head);
   w.set_u32(arch + ".attention.head_count_kv", u32(s.n_head_kv));
   w.set_array_i32(arch + ".rope.dimension_sections", std::vector<int32_t>(s.rope_sections.begin(), s.rope_sections.end()));
   w.set_f32(arch + ".rope.freq_base", s.rope_freq_base);
@@ -672,25 +641,59 @@ GgufWriter build_qwen35_gguf(const GenOptions& opt, GenStats* stats) {
 
   if (stats) {
     stats->n_params = p.n_params();
-    stats->type_summary.clear();
-    for (const auto& [name, n] : type_count)
-      stats->type_summary += (stats->type_summary.empty() ? "" : ", ") + name + " " + std::to_string(n);
+    stats->type_summary = type_summary(type_count);
     stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   return w;
 }
 
-GenStats generate_qwen35_model(const GenOptions& opt, const std::string& path) {
-  const auto t0 = std::chrono::steady_clock::now();
-  GenStats st;
-  {
-    GgufWriter w = build_qwen35_gguf(opt, &st);
-    w.write_file(path);
-  }
+void write_header_keys(GgufWriter& w, const std::string& arch, const std::string& name,
+                       const std::string& description, int64_t block_count, int64_t context_length, int64_t n_embd,
+                       int64_t n_ff, int64_t n_head) {
+  w.set_string("general.architecture", arch);
+  w.set_string("general.name", name);
+  w.set_string("general.type", "model");
+  w.set_string("general.description", description);
+  w.set_u32(arch + ".block_count", static_cast<uint32_t>(block_count));
+  w.set_u32(arch + ".context_length", static_cast<uint32_t>(context_length));
+  w.set_u32(arch + ".embedding_length", static_cast<uint32_t>(n_embd));
+  w.set_u32(arch + ".feed_forward_length", static_cast<uint32_t>(n_ff));
+  w.set_u32(arch + ".attention.head_count", static_cast<uint32_t>(n_head));
+}
+
+void write_vocab_keys(GgufWriter& w, const Qwen35Vocab& v, bool add_bos_token) {
+  auto u32 = [](int64_t x) { return static_cast<uint32_t>(x); };
+  w.set_string("tokenizer.ggml.model", "gpt2");
+  w.set_string("tokenizer.ggml.pre", v.pre);
+  w.set_array_string("tokenizer.ggml.tokens", v.tokens);
+  w.set_array_i32("tokenizer.ggml.token_type", v.token_types);
+  w.set_array_string("tokenizer.ggml.merges", v.merges);
+  if (v.bos_id) w.set_u32("tokenizer.ggml.bos_token_id", u32(*v.bos_id));
+  if (v.eos_id) w.set_u32("tokenizer.ggml.eos_token_id", u32(*v.eos_id));
+  if (v.pad_id) w.set_u32("tokenizer.ggml.padding_token_id", u32(*v.pad_id));
+  w.set_bool("tokenizer.ggml.add_bos_token", add_bos_token);
+  if (!v.chat_template.empty()) w.set_string("tokenizer.chat_template", v.chat_template);
+}
+
+std::string type_summary(const std::map<std::string, int>& type_count) {
+  std::string s;
+  for (const auto& [name, n] : type_count) s += (s.empty() ? "" : ", ") + name + " " + std::to_string(n);
+  return s;
+}
+
+void write_generated(const GgufWriter& w, const std::string& path, std::chrono::steady_clock::time_point t0,
+                     GenStats& st) {
+  w.write_file(path);
   std::error_code ec;
   const auto sz = std::filesystem::file_size(path, ec);
   st.n_bytes = ec ? 0 : static_cast<size_t>(sz);
   st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+GenStats generate_qwen35_model(const GenOptions& opt, const std::string& path) {
+  const auto t0 = std::chrono::steady_clock::now();
+  GenStats st;
+  write_generated(build_qwen35_gguf(opt, &st), path, t0, st);
   return st;
 }
 

@@ -12,8 +12,10 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -172,6 +174,21 @@ struct GenStats {
   double seconds = 0;
   std::string type_summary;  // "F32 52, Q4_0 70, Q6_K 1"
 };
+
+// What every generator writes the same way, in llama.cpp's order: the keys a file starts with
+// (general.architecture, name, type and description, then the architecture's block_count,
+// context_length, embedding_length, feed_forward_length and attention.head_count) ...
+void write_header_keys(GgufWriter& w, const std::string& arch, const std::string& name,
+                       const std::string& description, int64_t block_count, int64_t context_length, int64_t n_embd,
+                       int64_t n_ff, int64_t n_head);
+// ... and the tokenizer.ggml.* keys of a vocabulary (and tokenizer.chat_template when it has one).
+void write_vocab_keys(GgufWriter& w, const Qwen35Vocab& v, bool add_bos_token);
+// A generated file's tensor types, counted: "F32 52, Q4_0 70, Q6_K 1" (GenStats::type_summary).
+std::string type_summary(const std::map<std::string, int>& type_count);
+// Writes w to path (the writer's tmp + rename), then st.n_bytes (the file's size) and st.seconds
+// (the time since t0).
+void write_generated(const GgufWriter& w, const std::string& path, std::chrono::steady_clock::time_point t0,
+                     GenStats& st);
 
 // Builds the complete GGUF in memory.
 GgufWriter build_qwen35_gguf(const GenOptions& opt, GenStats* stats = nullptr);

@@ -7,17 +7,18 @@
 #include <stdexcept>
 
 #include "gguf/quants.h"
-#include "kernels/activations.h"
-#include "kernels/attention.h"
-#include "kernels/conv1d.h"
-#include "kernels/delta_rule.h"
-#include "kernels/elementwise.h"
-#include "kernels/matmul.h"
-#include "kernels/norms.h"
-#include "kernels/rope.h"
-#include "kernels/stream_copy.h"
+#include "kernels/attention/attention.h"
+#include "kernels/conv/conv1d.h"
+#include "kernels/delta_rule/delta_rule.h"
+#include "kernels/elementwise/activations.h"
+#include "kernels/elementwise/elementwise.h"
+#include "kernels/elementwise/stream_copy.h"
+#include "kernels/matmul/matmul.h"
+#include "kernels/norms/norms.h"
+#include "kernels/rope/rope.h"
 #include "model/model_fingerprint.h"
 #include "model/qwen35/rollback_aware_prefill.h"
+#include "model/state_stops.h"
 
 namespace tandem {
 
@@ -63,25 +64,6 @@ template <typename T>
 T* sized(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
   return v.data();
-}
-
-// Resizes a list of state buffers without freeing any (see ForwardOutput::spare_states).
-void resize_states(std::vector<RecurrentCheckpoint>& v, size_t n, std::vector<RecurrentCheckpoint>& spare,
-                   size_t floats) {
-  while (v.size() > n) {
-    spare.push_back(std::move(v.back()));
-    v.pop_back();
-  }
-  while (v.size() < n) {
-    if (spare.empty()) {
-      v.emplace_back();
-    } else {
-      v.push_back(std::move(spare.back()));
-      spare.pop_back();
-    }
-  }
-  for (RecurrentCheckpoint& c : v)
-    if (c.data.size() != floats) c.data.resize(floats);
 }
 
 }  // namespace
@@ -148,11 +130,11 @@ void Qwen35Model::drop_weights() {
 
 CpuTier Qwen35Model::cpu_tier() const { return ws_->kc.tier; }
 void Qwen35Model::set_packed_few_tokens_on_vector_units(bool on) { ws_->kc.packed_few_tokens_on_vector_units = on; }
-void Qwen35Model::set_activation_mode(kernels::ActivationMode mode) {
+void Qwen35Model::set_activation_mode(ActivationMode mode) {
   std::lock_guard<std::mutex> lock(mu_);
   ws_->kc.activations = mode;
 }
-kernels::ActivationMode Qwen35Model::activation_mode() const { return ws_->kc.activations; }
+ActivationMode Qwen35Model::activation_mode() const { return ws_->kc.activations; }
 
 void Qwen35Model::pack_for_matrix_path() {
   const CpuTier tier = ws_->kc.tier;
@@ -417,16 +399,9 @@ void Qwen35Model::run_pass(SequenceState& st, const PassInput& in, const PassSha
   float* hn = sized(ws.cur, T * n_embd);
   residual_norm(ws.m.data(), w_.output_norm, hn, T);  // x += the last FFN's output
   if (sh.hidden) out.hidden.assign(hn, hn + T * n_embd);
-  out.logit_positions.clear();
-  if (sh.logits == LogitsMode::None) {
-    out.logits.clear();
-    return;
-  }
-  const int64_t first = sh.logits == LogitsMode::All ? 0 : T - 1;
-  const int64_t rows = T - first;
-  for (int64_t t = first; t < T; ++t) out.logit_positions.push_back(pos0 + t);
-  out.logits.resize(static_cast<size_t>(rows * hp_.n_vocab));
-  project(w_.output, hn + first * n_embd, n_embd, rows, out.logits.data(), hp_.n_vocab);
+  const int64_t first = logit_rows(sh.logits, pos0, T, out);
+  if (first < 0) return;
+  project(w_.output, hn + first * n_embd, n_embd, T - first, out.logits.data(), hp_.n_vocab);
 }
 
 // Gated DeltaNet mixer (spec §4.3): reads ws.cur, writes ws.m.
@@ -737,31 +712,17 @@ void Qwen35Model::attention_layer(const Qwen35LayerWeights& L, float* kc, float*
   }
 
   // One task per KV head and a few consecutive tokens: its query rows (the group's heads,
-  // interleaved with their gates in qg, for those tokens) share every K/V row read.
+  // interleaved with their gates in qg, for those tokens) share every K/V row read; then the
+  // output gate of the task's rows.
   float* o = sized(ws.o, T * nh * hd);
-  const int group = nh / nkv;
-  const int hc = std::min(group, AttentionRows::kMax);      // heads per task
-  const int64_t tb = std::max(1, AttentionRows::kMax / hc);  // tokens per task
-  const int head_chunks = (group + hc - 1) / hc;
-  const int64_t token_blocks = (T + tb - 1) / tb;
-  pool_->parallel_for(token_blocks * nkv * head_chunks, [&](int64_t task, int thread) {
-    const int64_t t0 = (task / (nkv * head_chunks)) * tb;
-    const int g = static_cast<int>(task / head_chunks % nkv);
-    const int h0 = g * group + static_cast<int>(task % head_chunks) * hc;
-    const int h1 = std::min(h0 + hc, (g + 1) * group);
-    AttentionRows rows;
-    for (int64_t t = t0; t < std::min(T, t0 + tb); ++t)
-      for (int h = h0; h < h1; ++h) {
-        rows.q[rows.n] = qg + t * qdim + static_cast<int64_t>(h) * 2 * hd;
-        rows.out[rows.n] = o + t * nh * hd + static_cast<int64_t>(h) * hd;
-        rows.n_kv[rows.n] = pos0 + t + 1;
-        ++rows.n;
-      }
-    attention_rows(ws.kc.tier, rows, hd, 1.0f / std::sqrt(static_cast<float>(hd)), kc + static_cast<int64_t>(g) * hd,
-                   vc + static_cast<int64_t>(g) * hd, kvd, ws.per_thread[thread]);
-    // The output gate of the task's rows.
-    for (int r = 0; r < rows.n; ++r) mul_sigmoid(ws.kc.tier, rows.out[r], rows.q[r] + hd, hd);
-  });
+  attention_causal_tasks(
+      ws.kc.tier,
+      {.n_head = nh, .n_head_kv = nkv, .head_dim = hd, .T = T, .pos0 = pos0,
+       .scale = 1.0f / std::sqrt(static_cast<float>(hd)), .q = qg, .ldq = qdim, .k_cache = kc, .v_cache = vc,
+       .kv_stride = kvd, .out = o, .ldo = nh * hd, .q_head_stride = 2 * hd},
+      *pool_, ws.per_thread.get(), [&](const AttentionRows& rows) {
+        for (int r = 0; r < rows.n; ++r) mul_sigmoid(ws.kc.tier, rows.out[r], rows.q[r] + hd, hd);
+      });
   project(L.attn_output, o, nh * hd, T, sized(ws.m, T * n_embd), n_embd);
 }
 

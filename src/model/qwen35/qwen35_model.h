@@ -12,16 +12,16 @@
 #include <vector>
 
 #include "gguf/gguf_file.h"
-#include "kernels/delta_rule.h"
-#include "kernels/weight_pack.h"
-#include "model/qwen35/qwen35_hparams.h"
-#include "model/qwen35/qwen35_weights.h"
+#include "kernels/delta_rule/delta_rule.h"
+#include "kernels/matmul/weight_pack.h"
 #include "model/forward_pass.h"
 #include "model/hybrid_model.h"
+#include "model/qwen35/qwen35_hparams.h"
+#include "model/qwen35/qwen35_weights.h"
 #include "model/sequence_state.h"
 #include "runtime/cpu_features.h"
-#include "runtime/scratch.h"
 #include "runtime/resource_governor.h"
+#include "runtime/scratch.h"
 #include "runtime/thread_pool.h"
 
 namespace tandem {
@@ -51,8 +51,8 @@ class Qwen35Model final : public HybridModel {
   // On the Amx tier, packed products of 1..4 tokens run on the vector units (default, faster)
   // or, with false, on the tiles; the logits are the same bits (benchmarks compare the two).
   void set_packed_few_tokens_on_vector_units(bool on);
-  void set_activation_mode(kernels::ActivationMode mode) override;
-  kernels::ActivationMode activation_mode() const override;
+  void set_activation_mode(ActivationMode mode) override;
+  ActivationMode activation_mode() const override;
 
   bool has_mtp() const override { return has_mtp_; }
   Qwen35Model* mtp_model() override { return has_mtp_ ? this : nullptr; }

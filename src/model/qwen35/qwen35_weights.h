@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "gguf/gguf_file.h"
-#include "kernels/matmul.h"
+#include "kernels/matmul/matmul.h"
 #include "model/qwen35/qwen35_hparams.h"
 
 namespace tandem {

@@ -5,6 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "serve/spec/mtp_drafter.h"
+
 namespace tandem::serve {
 
 namespace {
@@ -34,6 +36,8 @@ ModelBackend::ModelBackend(HybridModel& model, std::unique_ptr<SequenceState> st
   if (!state_) throw std::invalid_argument("ModelBackend: a sequence state is required");
   opt_.logits = LogitsMode::Last;
 }
+
+ModelBackend::~ModelBackend() = default;
 
 size_t ModelBackend::sequence_bytes(int64_t n_tokens) const {
   return state_->recurrent_bytes() + static_cast<size_t>(n_tokens) * state_->kv_bytes_per_token();

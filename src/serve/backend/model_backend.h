@@ -10,9 +10,10 @@
 
 #include "model/hybrid_model.h"
 #include "serve/slot/state_backend.h"
-#include "serve/spec/mtp_drafter.h"
 
 namespace tandem::serve {
+
+class MtpDrafter;  // serve/spec/mtp_drafter.h: not included, so that no kernel type reaches this header's users
 
 class ModelBackend final : public StateBackend {
  public:
@@ -20,6 +21,7 @@ class ModelBackend final : public StateBackend {
   ModelBackend(HybridModel& model, int64_t n_ctx);
   // Takes over a sequence of this model (benchmarks and tests that built it by hand).
   ModelBackend(HybridModel& model, std::unique_ptr<SequenceState> state);
+  ~ModelBackend() override;
 
   int64_t n_ctx() const override { return n_ctx_; }
   int64_t n_past() const override { return state_->n_past(); }

@@ -29,6 +29,7 @@
 #include "serve/backend/model_backend.h"
 #include "serve/policy/policy_factory.h"
 #include "serve/slot/slot.h"
+#include "serve/spec/mtp_drafter.h"
 #include "text/sampler.h"
 
 namespace tandem::serve {

@@ -39,8 +39,9 @@ GENERATOR_FILES = {"model/hybrid_generator.cpp": ["text"], "model/qwen35/qwen35_
                    "model/qwen35/trained_weights.cpp": ["text"],
                    # the tests' shared helpers load the tiny model with its tokenizer, template and mmproj
                    "model/test_support.h": ["text", "vision"]}
-# Test code's extra rights: the replay model's tests compare it with the real server's logs.
-TEST_EXTRA = {"agent": ["http"]}
+# Test code's extra rights (none today: the tests that run the replay model beside the HTTP server
+# live above both, in tests/replay/).
+TEST_EXTRA = {}
 
 
 def is_test(rel):

@@ -22,12 +22,12 @@
 #include "agent/request_tokens.h"
 #include "agent/screenshot.h"
 #include "agent/sim.h"
-#include "agent/sim_test_util.h"
 #include "http/api/request_log.h"
 #include "http/routes/http_test_util.h"
 #include "http/routes/server.h"
 #include "serve/engine/engine.h"
 #include "vision/image_decode.h"
+#include "sim_test_util.h"
 
 namespace tandem::agent {
 namespace {

@@ -14,12 +14,12 @@
 #include "agent/episode_gen.h"
 #include "agent/request_tokens.h"
 #include "agent/sim.h"
-#include "agent/sim_test_util.h"
 #include "http/api/request_log.h"
 #include "http/routes/http_test_util.h"
 #include "http/routes/server.h"
 #include "model/test_paths.h"
 #include "serve/engine/engine.h"
+#include "sim_test_util.h"
 
 namespace tandem::agent {
 namespace {

@@ -1,5 +1,5 @@
 // Helpers the tests of several folders share (tandem_test_support; issue 52): a temporary folder
-// that is removed with its contents, a polling wait, a fake RAPL counter, and the tiny generated
+// that is removed with its contents, a polling wait, random token ids, a fake RAPL counter, and the tiny generated
 // model loaded once per test process with its tokenizer, chat template and a random mmproj of its
 // width — what the engine, lifecycle, watchdog, meter and HTTP suites each wrote for themselves.
 #pragma once
@@ -15,8 +15,10 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "model/qwen35/qwen35_model.h"
 #include "model/test_models.h"
@@ -50,6 +52,16 @@ inline bool wait_until(const std::function<bool()>& pred, std::chrono::milliseco
     std::this_thread::sleep_for(poll);
   }
   return pred();
+}
+
+// n token ids drawn uniformly from [0, n_vocab) by mt19937(seed): the model and speculation
+// tests' random prompts.
+inline std::vector<int32_t> random_tokens(int64_t n, int64_t n_vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> dist(0, static_cast<int32_t>(n_vocab - 1));
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& x : t) x = dist(rng);
+  return t;
 }
 
 // A powercap tree with one RAPL package zone (what runtime/energy_meter.h reads), made afresh under

@@ -319,12 +319,20 @@ TEST(HttpHostile, LargeRequestsLeaveNoResidentGrowth) {
       << "first round " << after_first / 1048576 << " MiB, second " << after_second / 1048576 << " MiB";
 }
 
-TEST(HttpHostile, ASymlinkInTheStateDirectoryIsNeverFollowed) {
-  TempDir dir("tandem-http-symlink");
-  TempDir outside("tandem-http-outside");
+// A state directory, a folder outside it, and an engine configuration with that state directory.
+struct StateDirAndOutside {
+  TempDir dir, outside;
   serve::EngineConfig cfg = small_engine();
-  cfg.state_dir = dir.path.string();
-  TestServer s(cfg);
+  explicit StateDirAndOutside(const std::string& name) : dir(name), outside(name + "-outside") {
+    cfg.state_dir = dir.path.string();
+  }
+};
+
+TEST(HttpHostile, ASymlinkInTheStateDirectoryIsNeverFollowed) {
+  const StateDirAndOutside f("tandem-http-symlink");
+  const TempDir& dir = f.dir;
+  const TempDir& outside = f.outside;
+  TestServer s(f.cfg);
   auto c = s.client();
   still_serves(s);
   // A valid state file outside the directory, and a link to it inside.
@@ -357,10 +365,10 @@ TEST(HttpHostile, ASymlinkInTheStateDirectoryIsNeverFollowed) {
 }
 
 TEST(HttpHostile, TheStartUpLoadRefusesLinkedCacheFiles) {
-  TempDir dir("tandem-http-cache-link");
-  TempDir outside("tandem-http-cache-outside");
-  serve::EngineConfig cfg = small_engine();
-  cfg.state_dir = dir.path.string();
+  const StateDirAndOutside f("tandem-http-cache-link");
+  const TempDir& dir = f.dir;
+  const TempDir& outside = f.outside;
+  const serve::EngineConfig& cfg = f.cfg;
   {
     TestServer s(cfg);
     still_serves(s);

@@ -80,14 +80,18 @@ void expect_same_answer(const GenerationResult& a, const GenerationResult& b, co
 using test_support::TempDir;
 using test_support::wait_until;
 
+// What an engine without a state directory answers to each prompt in turn: the reference.
+std::vector<GenerationResult> uninterrupted_answers(const Tiny& t, const std::vector<std::vector<int32_t>>& prompts) {
+  Engine e(*t.model, *t.tok, config());
+  std::vector<GenerationResult> out;
+  for (const auto& p : prompts) out.push_back(ask(e, p));
+  return out;
+}
+
 TEST(EngineLifecycle, ARestartedEngineRestoresTheRulesAndAnswersAsAnUninterruptedOne) {
   Tiny t(ensure_tiny_model("F32"));
   const auto prompts = episode(*t.tok, 4);
-  std::vector<GenerationResult> uninterrupted;
-  {
-    Engine e(*t.model, *t.tok, config());
-    for (const auto& p : prompts) uninterrupted.push_back(ask(e, p));
-  }
+  const std::vector<GenerationResult> uninterrupted = uninterrupted_answers(t, prompts);
   TempDir dir("tandem-restart");
   {
     Engine first(*t.model, *t.tok, config(dir.path));
@@ -114,11 +118,7 @@ TEST(EngineLifecycle, ARestartedEngineRestoresTheRulesAndAnswersAsAnUninterrupte
 TEST(EngineLifecycle, UnloadsAfterIdleAndReloadsForTheNextRequest) {
   Tiny t(ensure_tiny_model("F32"));
   const auto prompts = episode(*t.tok, 3);
-  std::vector<GenerationResult> ref;
-  {
-    Engine e(*t.model, *t.tok, config());
-    for (const auto& p : prompts) ref.push_back(ask(e, p));
-  }
+  const std::vector<GenerationResult> ref = uninterrupted_answers(t, prompts);
   TempDir dir("tandem-unload");
   EngineConfig c = config(dir.path);
   c.unload_idle_ms = 150;

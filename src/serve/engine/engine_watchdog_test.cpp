@@ -93,11 +93,7 @@ TEST(EngineWatchdog, AHungPassFailsItsRequestAndTheQueueThenTheEngineRecovers) {
 
   // The scheduler is still blocked: the state says what is stuck, new requests are refused.
   const WatchdogStatus w = e.watchdog_status();
-  EXPECT_TRUE(w.tripped);
-  EXPECT_TRUE(w.stuck);
-  EXPECT_FALSE(w.exiting);
-  EXPECT_EQ(w.trips, 1u);
-  EXPECT_EQ(w.requests_failed, 2u);
+  testing::expect_stuck_after_one_trip(w, 2);
   ASSERT_TRUE(w.last);
   EXPECT_EQ(w.last->unit.kind, WorkKind::Pass);
   EXPECT_EQ(w.last->unit.request, stuck->id());

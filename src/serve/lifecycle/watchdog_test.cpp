@@ -14,6 +14,7 @@
 
 #include "model/test_support.h"
 #include "serve/engine/generation.h"
+#include "serve/lifecycle/watchdog_test_util.h"
 
 namespace tandem::serve {
 namespace {
@@ -141,11 +142,7 @@ TEST(Watchdog, AUnitPastItsDeadlineFailsTheRequestsAndRefusesNewOnesUntilItRetur
     EXPECT_GE(t.stuck_ms, 200);
     EXPECT_EQ(t.requests_failed, 2);
     const WatchdogStatus s = w.status();
-    EXPECT_TRUE(s.tripped);
-    EXPECT_TRUE(s.stuck);
-    EXPECT_FALSE(s.exiting);
-    EXPECT_EQ(s.trips, 1u);
-    EXPECT_EQ(s.requests_failed, 2u);
+    testing::expect_stuck_after_one_trip(s, 2);
     ASSERT_TRUE(s.last);
     EXPECT_EQ(s.last->message, r.error);
     const auto why = w.refusal();

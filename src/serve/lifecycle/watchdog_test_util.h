@@ -1,9 +1,13 @@
 // A hang the watchdog tests inject (engine, HTTP server): WatchdogConfig::work_hook blocks the
-// scheduler thread in every unit of one kind until the test opens the gate.
+// scheduler thread in every unit of one kind until the test opens the gate; and what a stuck
+// watchdog's status says (the watchdog's own tests and the engine's).
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 
@@ -38,6 +42,15 @@ struct WatchdogGate {
     cv.notify_all();
   }
 };
+
+// The status of a watchdog whose first trip is still stuck, having failed `requests_failed` requests.
+inline void expect_stuck_after_one_trip(const WatchdogStatus& s, uint64_t requests_failed) {
+  EXPECT_TRUE(s.tripped);
+  EXPECT_TRUE(s.stuck);
+  EXPECT_FALSE(s.exiting);
+  EXPECT_EQ(s.trips, 1u);
+  EXPECT_EQ(s.requests_failed, requests_failed);
+}
 
 // Opens the gate when the test leaves, before the engine (declared earlier) joins its scheduler.
 struct OpenOnExit {

@@ -31,29 +31,31 @@ TEST(MarconiPolicy, BranchAndLeafAdmission) {
   EXPECT_EQ(s3.created_positions, (P{450, 850}));
 }
 
-TEST(MarconiPolicy, EvictsByRecencyWithAlphaZero) {
+// Three steps of the episode on a slot with room for two checkpoints: step 3 holds [350, 800] and
+// must evict one to make room. What step 3 evicted and what the slot holds after it.
+std::pair<P, P> third_step_with_two_checkpoints(double alpha) {
   SlotConfig cfg = stock_slot();
   cfg.ctx_checkpoints = 2;
-  auto slot = dry_slot(marconi(0, false), cfg);
+  auto slot = dry_slot(marconi(alpha, false), cfg);
   request(*slot, episode_step({seg(10, 200)}, 50), {10}, 2);
   request(*slot, episode_step({seg(10, 50), seg(11, 150)}, 51), {10}, 2);
+  const RequestStats s3 = request(*slot, episode_step({seg(10, 50), seg(11, 100), seg(12, 100)}, 52), {10}, 2);
+  return {s3.evicted_positions, positions(slot->checkpoints())};
+}
+
+TEST(MarconiPolicy, EvictsByRecencyWithAlphaZero) {
   // Held [350, 800]; step 3 restores 350 (refreshing it), drops 800, adds 450, then the leaf 850
   // needs room: 350 was used before 450 was made, so 350 is the least recent.
-  const RequestStats s3 = request(*slot, episode_step({seg(10, 50), seg(11, 100), seg(12, 100)}, 52), {10}, 2);
-  EXPECT_EQ(s3.evicted_positions, (P{350}));
-  EXPECT_EQ(positions(slot->checkpoints()), (P{450, 850}));
+  const auto [evicted, held] = third_step_with_two_checkpoints(0);
+  EXPECT_EQ(evicted, (P{350}));
+  EXPECT_EQ(held, (P{450, 850}));
 }
 
 TEST(MarconiPolicy, AlphaWeighsFlopsSavedPerByte) {
-  SlotConfig cfg = stock_slot();
-  cfg.ctx_checkpoints = 2;
-  auto slot = dry_slot(marconi(2.0, false), cfg);
-  request(*slot, episode_step({seg(10, 200)}, 50), {10}, 2);
-  request(*slot, episode_step({seg(10, 50), seg(11, 150)}, 51), {10}, 2);
   // 350 saves 350 tokens over nothing, 450 only 100 over 350: with alpha = 2 that outweighs recency.
-  const RequestStats s3 = request(*slot, episode_step({seg(10, 50), seg(11, 100), seg(12, 100)}, 52), {10}, 2);
-  EXPECT_EQ(s3.evicted_positions, (P{450}));
-  EXPECT_EQ(positions(slot->checkpoints()), (P{350, 850}));
+  const auto [evicted, held] = third_step_with_two_checkpoints(2.0);
+  EXPECT_EQ(evicted, (P{450}));
+  EXPECT_EQ(held, (P{350, 850}));
 }
 
 TEST(MarconiPolicy, AlphaIsTunedOnceAfterFiveTimesTheRequestsOfTheFirstEviction) {

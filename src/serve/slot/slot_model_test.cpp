@@ -30,6 +30,14 @@ int32_t argmax(std::span<const float> v) {
   return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
 }
 
+// n ids drawn uniformly from [0, n_vocab) by rng: the episodes' random segments.
+std::vector<int32_t> random_ids(std::mt19937& rng, int n, int32_t n_vocab) {
+  std::uniform_int_distribution<int32_t> d(0, n_vocab - 1);
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& x : t) x = d(rng);
+  return t;
+}
+
 // kOut greedy tokens after a prefill whose last logits are `first` (the last is not fed back).
 std::vector<int32_t> greedy_output(Slot& slot, std::span<const float> first) {
   std::vector<int32_t> out;
@@ -55,12 +63,7 @@ class SlotOnTinyModel : public ::testing::Test {
   static std::vector<Req> episode() {
     const int32_t n_vocab = static_cast<int32_t>(model_->hparams().n_vocab);
     std::mt19937 rng(7);
-    auto rnd = [&](int n) {
-      std::uniform_int_distribution<int32_t> d(0, n_vocab - 1);
-      std::vector<int32_t> t(static_cast<size_t>(n));
-      for (auto& x : t) x = d(rng);
-      return t;
-    };
+    auto rnd = [&](int n) { return random_ids(rng, n, n_vocab); };
     const auto rules = rnd(40), task = rnd(10), task2 = rnd(12);
     std::vector<std::vector<int32_t>> hist;
     for (int i = 0; i < 6; ++i) hist.push_back(rnd(6 + i));
@@ -243,12 +246,7 @@ TEST_F(SlotOnTinyModel, NegativePromptTailIsRefusedWhenSet) {
 TEST_F(SlotOnTinyModel, GreedyOutputsUnchangedByTheForecastAndTheRestorableCache) {
   const int32_t n_vocab = static_cast<int32_t>(model_->hparams().n_vocab);
   std::mt19937 rng(11);
-  auto rnd = [&](int n) {
-    std::uniform_int_distribution<int32_t> d(0, n_vocab - 1);
-    std::vector<int32_t> t(static_cast<size_t>(n));
-    for (auto& x : t) x = d(rng);
-    return t;
-  };
+  auto rnd = [&](int n) { return random_ids(rng, n, n_vocab); };
   const auto rules = rnd(40), task = rnd(10), header = rnd(20), closing = rnd(10), srule = rnd(15);
   std::vector<std::vector<int32_t>> lines, screens;
   for (int i = 0; i < 6; ++i) {

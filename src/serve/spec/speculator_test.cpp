@@ -25,6 +25,7 @@
 #include "model/draft_vocab.h"
 #include "model/test_models.h"
 #include "model/test_paths.h"
+#include "model/test_support.h"
 #include "serve/backend/dry_run.h"
 #include "serve/backend/model_backend.h"
 #include "serve/policy/policy_factory.h"
@@ -37,13 +38,7 @@ namespace {
 
 constexpr int64_t kCtx = 512;
 
-std::vector<int32_t> random_tokens(int64_t n, int64_t n_vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> d(0, static_cast<int32_t>(n_vocab - 1));
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (auto& x : t) x = d(rng);
-  return t;
-}
+using test_support::random_tokens;
 
 int32_t argmax(std::span<const float> v) {
   return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());

@@ -807,6 +807,7 @@ TEST(DraftHead, IdsOnlyFormGathersTheRowsAtLoad) {
           << "row " << r;
     // The same drafts as the tensor form of the same rows.
     auto mt = Qwen35Model::load(trimmed_tiny(ftype, 200), 1);
+    EXPECT_TRUE(mt->weights().mtp->draft_head.has_value()) << ftype;  // both draft trimmed (first_drafts checks)
     const auto prompt = random_tokens(30, m->hparams().n_vocab, 3);
     EXPECT_EQ(first_drafts(*m, prompt, true), first_drafts(*mt, prompt, true)) << ftype;
     std::filesystem::remove(ids_only);

@@ -30,18 +30,18 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench_util.h"
 #include "agent/request_tokens.h"
 #include "agent/trace.h"
+#include "bench_util.h"
 #include "grammar/compiled_grammar.h"
 #include "grammar/json_schema.h"
 #include "model/qwen35/qwen35_model.h"
 #include "runtime/cpu_features.h"
-#include "serve/grammar_drafts.h"
-#include "serve/model_backend.h"
-#include "serve/policy_factory.h"
-#include "serve/slot.h"
-#include "serve/speculator.h"
+#include "serve/backend/model_backend.h"
+#include "serve/policy/policy_factory.h"
+#include "serve/slot/slot.h"
+#include "serve/spec/grammar_drafts.h"
+#include "serve/spec/speculator.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 

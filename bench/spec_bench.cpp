@@ -40,9 +40,9 @@
 #include "model/draft_vocab.h"
 #include "model/qwen35/qwen35_model.h"
 #include "runtime/cpu_features.h"
-#include "serve/model_backend.h"
-#include "serve/mtp_drafter.h"
-#include "serve/speculator.h"
+#include "serve/backend/model_backend.h"
+#include "serve/spec/mtp_drafter.h"
+#include "serve/spec/speculator.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // libFuzzer harness for the HTTP server's request path (issue 51): raw bytes, framing included,
-// through HttpServer::serve_bytes — the strict framer (http/request_framing.h), the request guard
+// through HttpServer::serve_bytes — the strict framer (http/transport/request_framing.h), the request guard
 // (Host, Origin, Content-Type), cpp-httplib's router over the canonical request, and every route's
 // handler against a real engine on the tiny generated model (1 slot, 64-token context: a
 // generation the input asks for is short). No socket: the answers go to a string.
@@ -17,10 +17,10 @@
 #include <string_view>
 #include <vector>
 
-#include "http/server.h"
+#include "http/routes/server.h"
 #include "model/qwen35/qwen35_model.h"
 #include "model/test_models.h"
-#include "serve/engine.h"
+#include "serve/engine/engine.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 

@@ -4,9 +4,9 @@
   scripts/check-docs.py [--root DIR] [FILE.md ...]     (default: README.md and docs/*.md)
 
 Checked, in backticks (inline spans and fenced blocks):
-  * repository paths: a span token with a folder (`serve/engine.cpp`, `scripts/test.sh`) or a file
+  * repository paths: a span token with a folder (`serve/engine/engine.cpp`, `scripts/test.sh`) or a file
     extension (`ssm_avx512.cpp`), optionally followed by `:symbol`. A path with a folder must exist
-    from the repository root, from src/ (the docs write `serve/engine.cpp` for src/serve/...), or
+    from the repository root, from src/ (the docs write `serve/engine/engine.cpp` for src/serve/...), or
     from the document's folder; a bare file name must be the name of a file somewhere in the tree.
     Either may instead be a name our own code writes (a string literal in the sources, such as a
     report's `summary.md`). Not paths: routes and absolute paths (`/metrics`), URLs, globs and

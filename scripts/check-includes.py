@@ -31,14 +31,17 @@ RULES = {
 # tandem_vision_gen): test code anywhere may use them; the model generator itself writes chat
 # templates (text/).
 TEST_SUPPORT = {
-    "model/test_models.h", "model/test_paths.h", "model/qwen35/qwen35_generator.h", "model/hybrid_generator.h",
+    "model/test_models.h", "model/test_paths.h", "model/test_support.h", "model/qwen35/qwen35_generator.h", "model/hybrid_generator.h",
     "model/tensor_encoder.h", "model/draft_vocab.h", "vision/vision_generator.h", "text/test_vocab.h",
     "grammar/grammar_test_vocab.h",
 }
 GENERATOR_FILES = {"model/hybrid_generator.cpp": ["text"], "model/qwen35/qwen35_generator.cpp": ["text"],
-                   "model/qwen35/trained_weights.cpp": ["text"]}
-# Test code's extra rights: the replay model's tests compare it with the real server's logs.
-TEST_EXTRA = {"agent": ["http"]}
+                   "model/qwen35/trained_weights.cpp": ["text"],
+                   # the tests' shared helpers load the tiny model with its tokenizer, template and mmproj
+                   "model/test_support.h": ["text", "vision"]}
+# Test code's extra rights (none today: the tests that run the replay model beside the HTTP server
+# live above both, in tests/replay/).
+TEST_EXTRA = {}
 
 
 def is_test(rel):

@@ -35,8 +35,8 @@
 
 #include "model/architectures.h"
 #include "runtime/cpu_features.h"
-#include "serve/model_backend.h"
-#include "serve/state_file.h"
+#include "serve/backend/model_backend.h"
+#include "serve/lifecycle/state_file.h"
 
 namespace {
 

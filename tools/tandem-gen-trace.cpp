@@ -14,7 +14,7 @@
 #include "agent/screenshot.h"
 #include "agent/trace_variety.h"
 #include "gguf/gguf_file.h"
-#include "serve/request_image.h"
+#include "serve/request/request_image.h"
 
 using namespace tandem;
 using namespace tandem::agent;

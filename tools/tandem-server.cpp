@@ -5,7 +5,7 @@
 //
 // Stops on SIGINT / SIGTERM: requests in flight are cancelled; with --state-dir the slots and the
 // prompt cache are written there (a restart loads them), otherwise the states are freed.
-// Exits with status 75 when the watchdog fires (serve/watchdog.h): a supervisor restarts it.
+// Exits with status 75 when the watchdog fires (serve/lifecycle/watchdog.h): a supervisor restarts it.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -18,38 +18,38 @@
 #include <thread>
 #include <vector>
 
-#include "http/memory_policy.h"
-#include "http/request_log.h"
-#include "http/server.h"
-#include "http/server_options.h"
+#include "http/api/request_log.h"
+#include "http/routes/server.h"
+#include "http/transport/memory_policy.h"
 #include "model/architectures.h"
 #include "runtime/cpu_features.h"
-#include "serve/engine.h"
+#include "serve/engine/engine.h"
+#include "serve/settings/server_options.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 #include "vision/vision_model.h"
 
 int main(int argc, char** argv) {
   using namespace tandem;
-  http::ServerOptions opt;
+  serve::ServerOptions opt;
   try {
-    opt = http::parse_server_args(std::vector<std::string>(argv + 1, argv + argc));
+    opt = serve::parse_server_args(std::vector<std::string>(argv + 1, argv + argc));
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tandem-server: %s\n\n%s", e.what(), http::server_usage().c_str());
+    std::fprintf(stderr, "tandem-server: %s\n\n%s", e.what(), serve::server_usage().c_str());
     return 2;
   }
   if (opt.help) {
-    std::fputs(http::server_usage().c_str(), stdout);
+    std::fputs(serve::server_usage().c_str(), stdout);
     return 0;
   }
-  // Test hook (http/server_watchdog_test.cpp): every forward pass hangs, the stuck worker the
+  // Test hook (http/routes/server_watchdog_test.cpp): every forward pass hangs, the stuck worker the
   // watchdog turns into exit status 75. Not a flag: nothing but that test should ever set it.
   if (const char* hang = std::getenv("TANDEM_TEST_WATCHDOG_HANG"); hang && std::string(hang) == "1")
     opt.engine.watchdog.work_hook = [](const serve::WorkUnit& u) {
       if (u.kind != serve::WorkKind::Pass) return;
       for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
     };
-  // Large buffers always their own mapping, returned when freed (http/memory_policy.h).
+  // Large buffers always their own mapping, returned when freed (http/transport/memory_policy.h).
   http::configure_allocator();
   // Every connection is a descriptor (--max-connections): the soft limit up to the hard one, and a
   // warning when the cap still does not fit (the transport then stops accepting until one frees).

@@ -21,8 +21,8 @@
 #include "agent/trace.h"
 #include "gguf/gguf_file.h"
 #include "model/architectures.h"
-#include "serve/model_backend.h"
-#include "serve/spec_config.h"
+#include "serve/backend/model_backend.h"
+#include "serve/spec/spec_config.h"
 
 using namespace tandem;
 using namespace tandem::agent;
@@ -199,7 +199,7 @@ int calibrate(const std::string& model_path, int threads, const std::string& out
   for (int i = 0; i < n_dec; ++i) backend.run(std::span(toks).subspan(256 + static_cast<size_t>(i), 1), {}, true, {});
   m.ms_per_output_token = ms(t0) / n_dec;
   if (model->has_mtp()) {
-    // Speculation's two costs, as a speculating step pays them (serve/speculator.h): k drafts
+    // Speculation's two costs, as a speculating step pays them (serve/spec/speculator.h): k drafts
     // from the MTP head (through the file's trimmed draft head when it has one, as the server
     // drafts by default), then one pass over the last token and its k drafts and, when a draft
     // is rejected, the roll-back to the accepted position (timed here with every draft rejected).

@@ -98,22 +98,17 @@ BuiltPrompt build_history_action_prompt(const Observation& obs, const std::strin
   BuiltPrompt p;
   p.controls = flatten_controls(obs.tree);
   std::string& t = p.text;
-  auto section = [&](const char* name, auto&& body) {
-    const size_t begin = t.size();
-    body();
-    if (t.size() > begin) p.sections.push_back({name, begin, t.size()});
-  };
-  section("prefix", [&] { t += agent_prefix(); });
-  section("task_history", [&] {
+  p.section("prefix", [&] { t += agent_prefix(); });
+  p.section("task_history", [&] {
     t += "\nThe current user goal/request is: " + obs.task + "\n\nHere is a history of what you have done so far:\n";
     if (steps.empty()) t += "You just started, no action has been performed yet.\n";
     for (size_t i = 0; i < steps.size(); ++i) t += history_line(i + 1, steps[i]);
   });
-  section("controls", [&] {
+  p.section("controls", [&] {
     t += "\nHere is a list of descriptions for some UI elements on the current screen:\n";
     element_list(t, p.controls, package);
   });
-  section("guidelines", [&] { t += action_guidance(); });
+  p.section("guidelines", [&] { t += action_guidance(); });
   return p;
 }
 
@@ -121,25 +116,20 @@ BuiltPrompt build_summary_prompt(const Observation& before, const Observation& a
                                  const StepMemory& step) {
   BuiltPrompt p;
   std::string& t = p.text;
-  auto section = [&](const char* name, auto&& body) {
-    const size_t begin = t.size();
-    body();
-    if (t.size() > begin) p.sections.push_back({name, begin, t.size()});
-  };
-  section("prefix", [&] { t += agent_prefix(); });
-  section("task_history", [&] {
+  p.section("prefix", [&] { t += agent_prefix(); });
+  p.section("task_history", [&] {
     t += "\nThe (overall) user goal/request is: " + before.task +
          "\nNow I want you to summarize the latest step, based on the action you picked, its reason and the "
          "descriptions of the screens before and after the action.\n";
   });
-  section("controls", [&] {
+  p.section("controls", [&] {
     t += "Here is the description of the before screen:\n";
     element_list(t, flatten_controls(before.tree), package);
     t += "Here is the description of the after screen:\n";
     p.controls = flatten_controls(after.tree);
     element_list(t, p.controls, package);
   });
-  section("guidelines", [&] {
+  p.section("guidelines", [&] {
     t += "This is the action you picked: " + to_text(step.action) + "\nBased on the reason: " + step.reason + "\n";
     t += summary_guidance();
   });

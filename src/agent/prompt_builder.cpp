@@ -146,11 +146,6 @@ BuiltPrompt build_prompt(const Observation& obs, const std::vector<HistoryEntry>
   BuiltPrompt p;
   p.controls = flatten_controls(obs.tree);
   std::string& t = p.text;
-  auto section = [&](const char* name, auto&& body) {
-    const size_t begin = t.size();
-    body();
-    if (t.size() > begin) p.sections.push_back({name, begin, t.size()});
-  };
 
   auto memory = [&] {
     t += layout.growing_memory ? "Memory (all actions so far):\n" : "Recent actions (oldest first):\n";
@@ -162,25 +157,25 @@ BuiltPrompt build_prompt(const Observation& obs, const std::vector<HistoryEntry>
       t += std::to_string(i + 1) + ". " + describe(history[i].action, history[i].label) + "\n";
   };
 
-  if (layout.date_first && !obs.date.empty()) section("date", [&] { t += "Date: " + obs.date + "\n\n"; });
-  section("rules", [&] {
+  if (layout.date_first && !obs.date.empty()) p.section("date", [&] { t += "Date: " + obs.date + "\n\n"; });
+  p.section("rules", [&] {
     t += rules_text();
     if (!layout.guidelines_after_screen) t += guidelines_text();
   });
-  if (layout.growing_memory && layout.memory_before_task) section("task_history", [&] {
+  if (layout.growing_memory && layout.memory_before_task) p.section("task_history", [&] {
     t += "\n";
     memory();
   });
-  section("task_history", [&] {
+  p.section("task_history", [&] {
     t += "\nTask: " + obs.task + "\nApp: " + obs.app + "\n";
     if (!(layout.growing_memory && layout.memory_before_task)) memory();
   });
-  section("controls", [&] {
+  p.section("controls", [&] {
     t += "\nScreen controls:\n";
     if (p.controls.empty()) t += "(no controls)\n";
     for (const Control& c : p.controls) t += control_line(c) + "\n";
   });
-  if (layout.guidelines_after_screen) section("guidelines", [&] { t += guidelines_text(); });
+  if (layout.guidelines_after_screen) p.section("guidelines", [&] { t += guidelines_text(); });
   return p;
 }
 

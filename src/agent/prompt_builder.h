@@ -87,6 +87,15 @@ struct BuiltPrompt {
   std::string text;                    // the user message
   std::vector<PromptSection> sections; // in text order, covering the text
   std::vector<Control> controls;
+
+  // Runs `write`, which appends to text, and records what it appended as the section `name`
+  // (nothing when it appended nothing).
+  template <class Write>
+  void section(const char* name, Write&& write) {
+    const size_t begin = text.size();
+    write();
+    if (text.size() > begin) sections.push_back({name, begin, text.size()});
+  }
 };
 
 // The fixed rules (intro + action list + JSON format) and the guidelines, as the builder emits them.

@@ -13,8 +13,8 @@
 
 #include "agent/prompt_builder.h"
 #include "agent/trace.h"
-#include "serve/prompt.h"
-#include "serve/recorded_request.h"
+#include "serve/backend/recorded_request.h"
+#include "serve/slot/prompt.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 #include "vision/image_preprocess.h"
@@ -23,7 +23,7 @@
 namespace tandem::agent {
 
 struct RequestTokens {
-  std::vector<int32_t> ids;          // an image's rows hold its placeholder (serve/prompt.h)
+  std::vector<int32_t> ids;          // an image's rows hold its placeholder (serve/slot/prompt.h)
   std::vector<int64_t> user_starts;  // first token of every user message (serve::Prompt)
   std::vector<serve::ImageChunk> images;  // the prompt's images, ascending
 };
@@ -43,17 +43,13 @@ struct ImageLayout {
 // The patch size and merge of an mmproj file (its hyper-parameters only: no weights are read).
 ImageLayout image_layout_from_mmproj(const std::string& path);
 
-// Reads "messages", "tools", "chat_template_kwargs": {"enable_thinking": bool} and
-// "enable_thinking" (llama.cpp's spellings); add_generation_prompt is on. Throws
-// text::ChatTemplateError for a body the template cannot render.
-//
-// A message whose content holds image parts (user or tool: not system; {"type": "image_url", "image_url": {"url":
-// "data:image/...;base64,..."}}) is laid out exactly as tandem-server lays it out
-// (http/request_parse.cpp, http/image_request.cpp): its text parts joined with "\n", each image
-// the media marker; the rendered text tokenized around the markers as mtmd does; each image
-// decoded (vision::decode_image) and taking serve::image_chunk(pixels, layout.params(request
-// budget)) rows of its placeholder; user starts found in the tokens. Throws std::invalid_argument
-// (or what decoding throws) for an image the server would refuse.
+// The body as tandem-server turns it into tokens, through the server's own code: the chat body
+// read into the request object (serve::read_chat_prompt: messages with their image parts, tools,
+// enable_thinking in llama.cpp's spellings, the image budget) and the one prompt assembly
+// (serve::assemble_prompt: the template with the generation prompt, text and image chunks, tokens,
+// user starts), with this layout's images (their chunks only: no pixels are kept). Throws
+// serve::RequestError (an std::invalid_argument) for a body the server would refuse — one the
+// template cannot render, an image it cannot decode or lay out.
 RequestTokens tokenize_request(const text::Tokenizer& tok, const text::ChatTemplate& tmpl,
                                const nlohmann::ordered_json& body, const ImageLayout& images = {});
 

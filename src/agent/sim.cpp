@@ -7,13 +7,13 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "http/server_options.h"
-#include "serve/dry_run.h"
-#include "serve/encoder_cache.h"
-#include "serve/flop_model.h"
-#include "serve/null_backend.h"
-#include "serve/prompt_cache.h"
-#include "serve/serving_settings.h"
+#include "serve/backend/dry_run.h"
+#include "serve/backend/null_backend.h"
+#include "serve/engine/encoder_cache.h"
+#include "serve/meter/flop_model.h"
+#include "serve/settings/server_options.h"
+#include "serve/settings/serving_settings.h"
+#include "serve/slot/prompt_cache.h"
 
 namespace tandem::agent {
 
@@ -45,7 +45,7 @@ std::vector<std::string> split_args(const std::string& s) {
 
 ServeSettings parse_serve_flags(const std::vector<std::string>& args, ServeSettings s) {
   const auto& serving = serve::serving_settings();
-  const auto& front = http::front_end_settings();
+  const auto& front = serve::front_end_settings();
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (const auto* r = serve::find_setting<serve::EngineConfig>(serving, a)) {
@@ -55,7 +55,7 @@ ServeSettings parse_serve_flags(const std::vector<std::string>& args, ServeSetti
         continue;
       }
       if (!r->value.empty() && ++i >= args.size()) throw std::invalid_argument(a + " needs a value");
-    } else if (const auto* f = serve::find_setting<http::ServerOptions>(front, a)) {
+    } else if (const auto* f = serve::find_setting<serve::ServerOptions>(front, a)) {
       if (!f->value.empty() && ++i >= args.size()) throw std::invalid_argument(a + " needs a value");
     } else if (a != "--verbose" && a != "-v") {
       throw std::invalid_argument("unknown server flag \"" + a + "\" for the replay model");
@@ -118,7 +118,7 @@ std::vector<serve::RequestStats> simulate(std::span<const serve::RecordedRequest
     slots.push_back(serve::make_dry_run_slot(serve::make_policy(pc), st.slot, serve::NullBackend::for_model(shape, st.n_ctx)));
     if (st.cache_ram_mib > 0) slots.back()->set_prompt_cache(&cache);
     // A speculating server: the same Speculator over the dry-run backend, driven by the logged
-    // per-step draft counts (serve/dry_run.h).
+    // per-step draft counts (serve/backend/dry_run.h).
     if (st.speculation.enabled) slots.back()->enable_speculation(st.speculation);
   }
   std::vector<serve::RequestStats> stats;
@@ -126,7 +126,7 @@ std::vector<serve::RequestStats> simulate(std::span<const serve::RecordedRequest
     stats = serve::replay(*slots[0], requests);
   } else {
     // Requests one at a time (as tandem-replay sends them), each to the slot the engine picks
-    // (serve/engine.cpp:Engine::pick_slot_locked): the longest common prefix with the slot's
+    // (serve/engine/engine.cpp:Engine::pick_slot_locked): the longest common prefix with the slot's
     // tokens; ties to the least recently finished, then the lowest id.
     std::vector<uint64_t> used(slots.size(), 0);
     uint64_t clock = 0;

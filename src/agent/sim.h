@@ -13,11 +13,11 @@
 #include <nlohmann/json.hpp>
 
 #include "model/model_shape.h"
-#include "serve/engine.h"
-#include "serve/policy_factory.h"
-#include "serve/recorded_request.h"
-#include "serve/request_stats.h"
-#include "serve/slot.h"
+#include "serve/backend/recorded_request.h"
+#include "serve/engine/engine.h"
+#include "serve/meter/request_stats.h"
+#include "serve/policy/policy_factory.h"
+#include "serve/slot/slot.h"
 
 namespace tandem::agent {
 
@@ -30,7 +30,7 @@ struct ServeSettings : serve::EngineConfig {
 };
 
 // Parses a tandem-server command line with the server's own tables (serve::serving_settings() and
-// http::front_end_settings()): a serving setting that changes counts is applied exactly as the
+// serve::front_end_settings()): a serving setting that changes counts is applied exactly as the
 // server applies it (same range checks and messages; --spec and the other speculation flags
 // included; and --encoder-cache, for predict_encoder); the server's other flags (-m, --host, --port, -t, --log-requests, --queue,
 // --timeout-ms, ...) are skipped with their value, and so are --verbose / -v. Throws

@@ -84,7 +84,7 @@ class HybridModel {
   virtual void forward_logged(SequenceState& state, std::span<const int32_t> tokens, const LoggedPassOptions& opt,
                               ForwardOutput& out);
   virtual void roll_back(SequenceState& state, const ForwardOutput& out, int64_t pos);
-  // The model whose MTP head drafts (serve/mtp_drafter.h), or null: today only qwen35 files carry
+  // The model whose MTP head drafts (serve/spec/mtp_drafter.h), or null: today only qwen35 files carry
   // one (spec qwen35.md §7; neither LFM2 nor Granite-4.0-H has a draft head).
   virtual Qwen35Model* mtp_model() { return nullptr; }
   virtual bool has_mtp() const { return false; }  // mtp_model() is not null (kept while unloaded)

@@ -1,4 +1,4 @@
-// What identifies a model file's numbers for the states kept on disk (serve/state_file.h): a state
+// What identifies a model file's numbers for the states kept on disk (serve/lifecycle/state_file.h): a state
 // computed with one file must never be loaded into a server running another, even one with the
 // same shapes (a requantised file, another seed of a generated model).
 #pragma once

@@ -115,7 +115,7 @@ class SequenceState {
   // Back to an empty sequence: zero state, position 0.
   void reset();
 
-  // The sequence as a state file holds it (serve/state_file.h): position, images, recurrent state
+  // The sequence as a state file holds it (serve/lifecycle/state_file.h): position, images, recurrent state
   // and the KV rows in use. read() fills a state of the same layout with room for the rows; it
   // throws BinaryFormatError (a file of another layout, too long a sequence, a bad image table)
   // and then leaves this state reset.

@@ -1,4 +1,4 @@
-// Binary files with a running checksum, for the serving states kept on disk (serve/state_file.h).
+// Binary files with a running checksum, for the serving states kept on disk (serve/lifecycle/state_file.h).
 //
 // BinaryWriter and BinaryReader move raw host-order bytes (the files are a cache of this machine's
 // states, never an interchange format) and fold every byte into a Checksum64 as it passes, so a

@@ -6,9 +6,9 @@
 #include <memory>
 #include <vector>
 
-#include "serve/dry_run.h"
-#include "serve/null_backend.h"
-#include "serve/slot.h"
+#include "serve/backend/dry_run.h"
+#include "serve/backend/null_backend.h"
+#include "serve/slot/slot.h"
 
 namespace tandem::serve::testing {
 
@@ -23,6 +23,16 @@ inline std::vector<int32_t> cat(std::initializer_list<std::vector<int32_t>> part
   std::vector<int32_t> out;
   for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
   return out;
+}
+
+// Step k of an agent-like episode: rules (segment 1, 300 tokens; the user message starts at 10),
+// the history entries, then the screen (segment `screen`, 300 tokens).
+inline std::vector<int32_t> episode_step(std::initializer_list<std::vector<int32_t>> history, int32_t screen) {
+  std::vector<int32_t> p = seg(1, 300);
+  for (const auto& h : history) p.insert(p.end(), h.begin(), h.end());
+  const auto s = seg(screen, 300);
+  p.insert(p.end(), s.begin(), s.end());
+  return p;
 }
 
 constexpr size_t kCheckpointBytes = 1000;

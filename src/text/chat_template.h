@@ -103,7 +103,7 @@ const char* chat_template_family_name(ChatTemplateFamily f);
 const char* chat_template_user_delimiter(ChatTemplateFamily f);
 // The message roles this family's template renders (every family here: system, user, assistant,
 // tool; another role would render nothing). The HTTP layer refuses roles outside these and
-// OpenAI's (http/chat_validation.h).
+// OpenAI's (http/api/chat_validation.h).
 std::vector<std::string> chat_template_roles(ChatTemplateFamily f);
 
 class ChatTemplate {

@@ -93,7 +93,7 @@ class VisionModel {
   size_t workspace_bytes_for(int64_t n_patches, size_t attention_block_bytes = size_t{4} << 20) const;
   // Bytes held now by the workspace (the largest image so far).
   size_t workspace_bytes() const;
-  // The encoder's threads (the engine counts their CPU time: serve/compute_meter.h).
+  // The encoder's threads (the engine counts their CPU time: serve/meter/compute_meter.h).
   const ThreadPool& pool() const { return *pool_; }
 
  private:

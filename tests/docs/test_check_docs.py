@@ -21,7 +21,7 @@ def run(text):
         os.remove(path)
 
 
-good = "Real ones: `serve/engine.cpp:Engine::step`, `scripts/test.sh`, `tandem-server --spec on`.\n"
+good = "Real ones: `serve/engine/engine.cpp:Engine::step`, `scripts/test.sh`, `tandem-server --spec on`.\n"
 code, out = run(good)
 assert code == 0, f"a document with real references failed:\n{out}"
 

@@ -12,18 +12,13 @@
 #include <vector>
 
 #include "model/test_models.h"
+#include "model/test_support.h"
 #include "runtime/cpu_features.h"
 
 namespace tandem {
 namespace {
 
-std::vector<int32_t> random_tokens(int64_t n, int64_t n_vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> dist(0, static_cast<int32_t>(n_vocab - 1));
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (auto& x : t) x = dist(rng);
-  return t;
-}
+using test_support::random_tokens;
 
 double max_abs_diff(std::span<const float> a, std::span<const float> b) {
   EXPECT_EQ(a.size(), b.size());

@@ -848,12 +848,12 @@ int main(int argc, char** argv) {
           std::to_string(trace.size()) + ", " + std::to_string(runs) +
           " run(s)): box quartiles, line median, whiskers 5th-95th percentile, dot mean +- sd'\n"
           "set ylabel 'ms per step'\nset xrange [0.4:" + std::to_string(configs.size()) + ".6]\nset yrange [0:*]\n"
-          "set boxwidth 0.35\nset style fill solid 0.25 border -1\nset grid noxtics ytics\nset key top left inside\n"
+          "set boxwidth 0.35\nset style fill solid 0.25 border -1\nset grid noxtics ytics\nset key outside bottom center horizontal\n"
           "plot '" + spread_dat + "' using 1:5:4:8:7:xtic(2) with candlesticks whiskerbars 0.5 lc rgb '#4477aa' title 'quartiles, 5-95%', "
           "'' using 1:6:6:6:6 with candlesticks lw 2 lc rgb '#4477aa' notitle, "
           "'' using ($1+0.3):3:9 with yerrorbars pt 7 ps 1.2 lc rgb '#cc3311' title 'mean +- sd', "
           "'' using ($1+0.3):3:(sprintf('%.0f ms', $3)) with labels offset 0,1.2 left notitle\n"
-          "set xrange [*:*]\nset yrange [*:*]\nset xtics auto\nset grid\nset key outside right\n";
+          "set xrange [*:*]\nset yrange [*:*]\nset xtics auto\nset grid\nset key default\nset key outside right\n";
     gp += "set output '" + out_dir + "/latency.png'\nset title 'Step latency by configuration'\nset xlabel 'request'\nset ylabel 'ms'\nplot ";
     for (size_t c = 0; c < configs.size(); ++c) {
       if (!any_screenshot) {

@@ -305,7 +305,7 @@ fi
 #    replay model on the alternating growing-history trace.
 full_rc=0
 if [ "$full" = 1 ]; then
-  section 3 "--full: 0.8B with speculation and constrained decoding, screenshot steps, alternating trace" "20 min"
+  section 3 "--full: 0.8B with speculation and constrained decoding, screenshot steps, alternating trace" "12 min"
   fl=$demo/full
   rm -rf "$fl"
   mkdir -p "$fl"
@@ -417,7 +417,12 @@ echo
 echo "== done in $wall (load average at the start $load_start, at the end $load)"
 echo "replay checks:"
 cat "$demo/verdicts.txt" 2>/dev/null || echo "(none ran)"
-echo "results: $root/$demo/summary.md; plots: $root/$demo/policy.png, $root/$demo/policy/steps.png, $root/$demo/speed/steps.png"
+plots=""
+for f in policy.png policy/steps.png speed/steps.png full/steps.png full/screenshots/screenshots.png; do
+  # only the plots this run drew
+  if [ -n "$(find "$demo/$f" -newermt "@$start" 2>/dev/null)" ]; then plots="$plots $root/$demo/$f"; fi
+done
+echo "results: $root/$demo/summary.md; plots:${plots:- none}"
 status=0
 if [ "$checks_failed" -gt 0 ]; then
   echo "FAILED: $checks_failed replay check(s) mismatched (see the MISMATCH lines above)" >&2

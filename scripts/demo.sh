@@ -55,7 +55,11 @@ elapsed() { local s=$(($(date +%s) - start)); printf '%d:%02d' $((s / 60)) $((s 
 nsec=2
 [ "$full" = 1 ] && nsec=3
 # Announces a section with what it is expected to take on 2 quiet cores.
-section() { echo; echo "== [$1/$nsec] $2 (expected ~$3 on 2 quiet cores; $(elapsed) elapsed)"; }
+section() {
+  local at="[$1/$nsec]"
+  [ "$1" = 0 ] && at="[setup]"
+  echo; echo "== $at $2 (expected ~$3 on 2 quiet cores; $(elapsed) elapsed)"
+}
 
 section 0 "packages, build, tokenizer, models" "1 min warm, 15 min from nothing"
 bash scripts/install-deps.sh

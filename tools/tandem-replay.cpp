@@ -32,9 +32,14 @@
 // its last step and reads its /metrics before and after: process and compute-thread CPU ms
 // per minute, package joules per minute and the seconds its resources were released (give one
 // configuration --idle-release-ms 0 and another a short release to compare them side by side).
-// Writes DIR/steps.csv, DIR/answers.jsonl, DIR/summary.md and, with gnuplot, DIR/latency.png and
-// DIR/tokens.png. Exits 3 (after writing them) when an answer of a constrained configuration does
-// not parse.
+// Answers are validated under the action schema (--answer-schema, default the first constrained
+// configuration's), and the summary shows task success (episodes every step of which is exact),
+// whether each configuration's answers are the first configuration's, and the MTP head's
+// first-draft acceptance (timings.mtp_first_drafts / mtp_first_accepted).
+// Writes DIR/steps.csv, DIR/answers.jsonl, DIR/summary.md and, with gnuplot, DIR/steps.png (step
+// time per configuration: quartiles, 5th-95th percentile, mean +- sd), DIR/latency.png (per request)
+// and DIR/tokens.png. Exits 3 (after writing them) when an answer of a constrained configuration
+// does not parse.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -44,6 +49,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -92,6 +98,8 @@ void usage() {
                "                           its CPU time and package joules per minute from /metrics (0: off)\n"
                "  --action-max-tokens N    max_tokens of a constrained configuration's requests (default %d: the\n"
                "                           longest answer agent-action.schema.json admits, one byte per token)\n"
+               "  --answer-schema FILE     validate every answer under this JSON schema (the summary's \"schema valid\";\n"
+               "                           default: the first constrained configuration's --action-schema)\n"
                "A configuration's flags may include --action-schema FILE (a replay option, not passed to the\n"
                "server; for a URL, after it): its requests are constrained to that JSON schema\n"
                "(response_format json_schema \"action\", strict; compact JSON whitespace).\n"
@@ -245,8 +253,17 @@ struct Row {
   // The answer against the record's expected_action, every field (agent::check_answer): 1 equal,
   // 0 not, -1 the record carries no expected action.
   int exact = -1;
+  // The answer under the action schema (agent::SchemaValidator, flexible whitespace): 1 valid, 0
+  // not, -1 no schema to validate with (no --answer-schema and no constrained configuration).
+  int schema_valid = -1;
+  // The same text as the first configuration's answer to this request in this run: 1, 0; -1 for
+  // the first configuration itself.
+  int same_as_first = -1;
   int64_t drafts_proposed = -1, drafts_accepted = -1, drafts_forced = -1, drafts_forced_accepted = -1, drafts_mtp = -1,
           verify_passes = -1;
+  // The MTP head's first draft: steps whose drafts began with one, and those the target
+  // accepted (timings.mtp_first_drafts / mtp_first_accepted; -1: not reported).
+  int64_t mtp_first_drafts = -1, mtp_first_accepted = -1;
   double grammar_ms = -1;
   // Screenshot steps: the image rows, those prefilled, encoder runs and cache hits, the encoder's ms.
   bool screenshot = false;
@@ -361,19 +378,24 @@ std::string ratio(int64_t num, int64_t den) {
   return std::to_string(num) + " / " + std::to_string(den) + (den > 0 ? " (" + fmt(100.0 * num / den, 1) + "%)" : "");
 }
 
-// The answers per configuration, over every request of every run: how many parse, how many
-// max_tokens cut, and what an action costs on the decode side (medians: a model with random
-// weights makes some answers run to their bounds), with the drafts by source.
+// The answers per configuration, over every request of every run: how many parse (and validate
+// under the action schema), how many equal the expected action, the episodes all of whose steps
+// do (task success), how many max_tokens cut, whether they are the first configuration's answers,
+// and what an action costs on the decode side (medians: a model with random weights makes some
+// answers run to their bounds), with the drafts by source.
 std::string actions_table(const std::vector<Config>& configs, const std::vector<Row>& rows) {
   std::string md =
       "Answers (every request of every run; medians per action):\n\n"
-      "| configuration | constrained | parsed | exact match | cut (length) | step ms | decode passes | decode ms | tokens | "
-      "forced drafts accepted | MTP drafts accepted | verify passes | grammar ms |\n"
-      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      "| configuration | constrained | parsed | schema valid | exact match | task success | cut (length) | same answers as " +
+      configs.front().name +
+      " | step ms | decode passes | decode ms | tokens | forced drafts accepted | MTP drafts accepted | MTP first drafts "
+      "accepted | verify passes | grammar ms |\n"
+      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const Config& cfg : configs) {
     std::vector<double> step, passes, dms, toks, verify, gms;
-    int64_t n = 0, ok = 0, cut = 0, with_expected = 0, exact = 0;
-    int64_t forced = -1, forced_acc = -1, mtp = -1, mtp_acc = -1;
+    int64_t n = 0, ok = 0, cut = 0, with_expected = 0, exact = 0, validated = 0, valid = 0, compared = 0, same = 0;
+    int64_t forced = -1, forced_acc = -1, mtp = -1, mtp_acc = -1, first = -1, first_acc = -1;
+    std::map<std::pair<int, std::string>, bool> episodes;  // (run, episode) -> every step exact
     auto add = [](int64_t& sum, int64_t v) {
       if (v < 0) return;
       sum = std::max<int64_t>(sum, 0) + v;
@@ -386,6 +408,18 @@ std::string actions_table(const std::vector<Config>& configs, const std::vector<
         ++with_expected;
         exact += r.exact;
       }
+      if (r.schema_valid >= 0) {
+        ++validated;
+        valid += r.schema_valid;
+      }
+      if (!r.episode.empty() && r.exact >= 0) {
+        auto [it, fresh] = episodes.try_emplace({r.run, r.episode}, true);
+        it->second = it->second && r.exact == 1;
+      }
+      if (r.same_as_first >= 0) {
+        ++compared;
+        same += r.same_as_first;
+      }
       cut += r.finish_reason == "length";
       step.push_back(r.latency_ms);
       if (r.decode_passes() >= 0) passes.push_back(static_cast<double>(r.decode_passes()));
@@ -397,7 +431,11 @@ std::string actions_table(const std::vector<Config>& configs, const std::vector<
       add(forced_acc, r.drafts_forced_accepted);
       add(mtp, r.drafts_mtp);
       if (r.drafts_accepted >= 0) add(mtp_acc, r.drafts_accepted - std::max<int64_t>(r.drafts_forced_accepted, 0));
+      add(first, r.mtp_first_drafts);
+      add(first_acc, r.mtp_first_accepted);
     }
+    int64_t succeeded = 0;
+    for (const auto& [key, all_exact] : episodes) succeeded += all_exact;
     // A server without the by-source counts (no grammar support) reports only the totals: all MTP.
     if (mtp < 0 && forced < 0) {
       for (const Row& r : rows)
@@ -405,9 +443,13 @@ std::string actions_table(const std::vector<Config>& configs, const std::vector<
     }
     auto med = [](const std::vector<double>& v, int prec) { return v.empty() ? std::string("-") : fmt(median(v), prec); };
     md += "| " + cfg.name + " | " + (cfg.constrained() ? "yes" : "no") + " | " + ratio(ok, n) + " | " +
-          (with_expected ? ratio(exact, with_expected) : std::string("-")) + " | " + std::to_string(cut) +
-          " | " + med(step, 1) + " | " + med(passes, 1) + " | " + med(dms, 1) + " | " + med(toks, 1) + " | " +
-          ratio(forced_acc, forced) + " | " + ratio(mtp_acc, mtp) + " | " + med(verify, 1) + " | " + med(gms, 2) + " |\n";
+          (validated ? ratio(valid, validated) : std::string("-")) + " | " +
+          (with_expected ? ratio(exact, with_expected) : std::string("-")) + " | " +
+          (episodes.empty() ? std::string("-") : ratio(succeeded, static_cast<int64_t>(episodes.size()))) + " | " +
+          std::to_string(cut) + " | " +
+          (cfg.name == configs.front().name ? std::string("(reference)") : ratio(same, compared)) + " | " + med(step, 1) +
+          " | " + med(passes, 1) + " | " + med(dms, 1) + " | " + med(toks, 1) + " | " + ratio(forced_acc, forced) + " | " +
+          ratio(mtp_acc, mtp) + " | " + ratio(first_acc, first) + " | " + med(verify, 1) + " | " + med(gms, 2) + " |\n";
   }
   return md;
 }
@@ -415,7 +457,7 @@ std::string actions_table(const std::vector<Config>& configs, const std::vector<
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string trace_path, server_bin, model, tokenizer_model, out_dir = "replay-out";
+  std::string trace_path, server_bin, model, tokenizer_model, answer_schema_path, out_dir = "replay-out";
   std::vector<Config> configs;
   int runs = 1;
   int timeout_s = 600;
@@ -441,6 +483,7 @@ int main(int argc, char** argv) {
       else if (a == "--limit") limit = std::stoul(value());
       else if (a == "--action-max-tokens") action_max_tokens = std::stoi(value());
       else if (a == "--idle") idle_s = std::stoi(value());
+      else if (a == "--answer-schema") answer_schema_path = value();
       else if (a == "-h" || a == "--help") {
         usage();
         return 0;
@@ -476,9 +519,28 @@ int main(int argc, char** argv) {
     // Local token streams, for the KV bound of servers that do not report it (llama.cpp):
     // N - LCP(previous prompt, this prompt).
     std::vector<int64_t> local_kv_bound(trace.size(), -1);
+    // The schema the answers are validated under: --answer-schema, else the first constrained
+    // configuration's (compiled against the tokenizer's vocabulary, below).
+    ojson answer_schema;
+    if (!answer_schema_path.empty()) {
+      std::ifstream in(answer_schema_path);
+      if (!in) throw std::invalid_argument("cannot open --answer-schema " + answer_schema_path);
+      answer_schema = ojson::parse(in);
+    } else {
+      for (const Config& c : configs)
+        if (c.constrained()) {
+          answer_schema = c.schema;
+          break;
+        }
+    }
+    std::unique_ptr<GgufFile> tok_file;
+    std::unique_ptr<text::Tokenizer> tok_owner;
+    std::unique_ptr<SchemaValidator> validator;
     if (!tokenizer_model.empty()) {
-      const auto file = GgufFile::open(tokenizer_model);
-      const auto tok = text::Tokenizer::from_gguf(*file);
+      tok_file = GgufFile::open(tokenizer_model);
+      tok_owner = text::Tokenizer::from_gguf(*tok_file);
+      const text::Tokenizer* tok = tok_owner.get();
+      if (!answer_schema.is_null()) validator = std::make_unique<SchemaValidator>(*tok, answer_schema);
       text::ChatTemplate tmpl(text::ChatTemplateFamily::ChatML);
       try {
         tmpl = text::ChatTemplate::from_gguf_template(tok->vocab().chat_template());
@@ -567,6 +629,8 @@ int main(int argc, char** argv) {
           r.drafts_forced_accepted = geti(t, "drafts_forced_accepted");
           r.drafts_mtp = geti(t, "drafts_mtp");
           r.verify_passes = geti(t, "verify_passes");
+          r.mtp_first_drafts = geti(t, "mtp_first_drafts");
+          r.mtp_first_accepted = geti(t, "mtp_first_accepted");
           r.grammar_ms = t.contains("grammar_ms") && t["grammar_ms"].is_number() ? t["grammar_ms"].get<double>() : -1;
           r.screenshot = !trace[i].image.empty();
           r.images = geti(t, "images");
@@ -593,6 +657,7 @@ int main(int argc, char** argv) {
               r.exact = -1;  // an expected action that does not parse compares with nothing
             }
           }
+          if (validator) r.schema_valid = validator->valid(r.content) ? 1 : 0;
           if (cfg.constrained() && !r.parsed) ++constrained_unparsed;
           rows.push_back(r);
         }
@@ -605,13 +670,26 @@ int main(int argc, char** argv) {
       }
     }
 
+    // Each answer against the first configuration's to the same request in the same run: 1 the
+    // same text, 0 not, -1 the first configuration itself (or no counterpart).
+    {
+      std::map<std::pair<int, size_t>, const std::string*> first;
+      for (const Row& r : rows)
+        if (r.config == configs.front().name) first[{r.run, r.request}] = &r.content;
+      for (Row& r : rows) {
+        if (r.config == configs.front().name) continue;
+        const auto f = first.find({r.run, r.request});
+        if (f != first.end()) r.same_as_first = *f->second == r.content ? 1 : 0;
+      }
+    }
     // steps.csv
     {
       std::ofstream csv(out_dir + "/steps.csv");
       csv << "config,run,request,episode,step,latency_ms,prompt_ms,predicted_ms,n_prompt,cache_n,new_tokens,kv_bound,"
              "passes,checkpoints_created,checkpoints_restored,predicted_n,finish_reason,parsed,decode_passes,"
              "drafts_proposed,drafts_accepted,drafts_forced,drafts_forced_accepted,drafts_mtp,verify_passes,grammar_ms,"
-             "screenshot,images,image_rows,image_rows_prefilled,images_encoded,encoder_cache_hits,encoder_ms,cpu_ms,energy_j,exact\n";
+             "screenshot,images,image_rows,image_rows_prefilled,images_encoded,encoder_cache_hits,encoder_ms,cpu_ms,energy_j,exact,"
+             "schema_valid,mtp_first_drafts,mtp_first_accepted,same_as_first\n";
       for (const Row& r : rows)
         csv << '"' << r.config << "\"," << r.run << ',' << r.request << ',' << r.episode << ',' << r.step << ','
             << fmt(r.latency_ms, 2) << ',' << fmt(r.prompt_ms, 2) << ',' << fmt(r.predicted_ms, 2) << ',' << r.n_prompt
@@ -622,7 +700,8 @@ int main(int argc, char** argv) {
             << (r.grammar_ms < 0 ? std::string("-1") : fmt(r.grammar_ms, 3)) << ',' << (r.screenshot ? 1 : 0) << ','
             << r.images << ',' << r.image_rows << ',' << r.image_rows_prefilled << ',' << r.images_encoded << ','
             << r.encoder_cache_hits << ',' << fmt(r.encoder_ms, 2) << ',' << fmt(r.cpu_ms, 2) << ','
-            << (r.energy_j ? fmt(*r.energy_j, 4) : std::string()) << ',' << r.exact << '\n';
+            << (r.energy_j ? fmt(*r.energy_j, 4) : std::string()) << ',' << r.exact << ',' << r.schema_valid << ','
+            << r.mtp_first_drafts << ',' << r.mtp_first_accepted << ',' << r.same_as_first << '\n';
     }
     // answers.jsonl: every answer, and why it does not parse.
     {
@@ -635,6 +714,7 @@ int main(int argc, char** argv) {
           a["expected"] = to_text(*parse_action(trace[r.request - 1].expected_action->dump()).action);
           a["exact"] = r.exact == 1;
         }
+        if (r.schema_valid >= 0) a["schema_valid"] = r.schema_valid == 1;
         out << a.dump(-1, ' ', false, ojson::error_handler_t::replace) << '\n';
       }
     }
@@ -735,7 +815,45 @@ int main(int argc, char** argv) {
         d << "\n\n";
       }
     }
+    // The step time of each configuration at a glance: over requests 2..n of every run, a box
+    // from the first to the third quartile with the median across it, whiskers from the 5th to
+    // the 95th percentile, the mean with its standard deviation, and the mean written beside it.
+    const std::string spread_dat = out_dir + "/steps.dat";
+    {
+      std::ofstream d(spread_dat);
+      d << "# x configuration mean p5 p25 median p75 p95 sd steps\n";
+      for (size_t c = 0; c < configs.size(); ++c) {
+        std::vector<double> v;
+        for (const Row& r : rows)
+          if (r.config == configs[c].name && r.request >= 2) v.push_back(r.latency_ms);
+        if (v.empty()) continue;
+        std::sort(v.begin(), v.end());
+        auto pct = [&](double q) {  // linear interpolation between closest ranks
+          const double at = q * static_cast<double>(v.size() - 1);
+          const size_t lo = static_cast<size_t>(at);
+          const size_t hi = std::min(lo + 1, v.size() - 1);
+          return v[lo] + (v[hi] - v[lo]) * (at - static_cast<double>(lo));
+        };
+        double mean = 0, var = 0;
+        for (double x : v) mean += x;
+        mean /= static_cast<double>(v.size());
+        for (double x : v) var += (x - mean) * (x - mean);
+        const double sd = v.size() > 1 ? std::sqrt(var / static_cast<double>(v.size() - 1)) : 0;
+        d << c + 1 << " \"" << configs[c].name << "\" " << mean << ' ' << pct(0.05) << ' ' << pct(0.25) << ' ' << pct(0.5)
+          << ' ' << pct(0.75) << ' ' << pct(0.95) << ' ' << sd << ' ' << v.size() << '\n';
+      }
+    }
     std::string gp = "set terminal pngcairo size 1100,500 noenhanced\nset key outside right\nset grid\n";
+    gp += "set output '" + out_dir + "/steps.png'\nset title 'Step time per configuration (requests 2.." +
+          std::to_string(trace.size()) + ", " + std::to_string(runs) +
+          " run(s)): box quartiles, line median, whiskers 5th-95th percentile, dot mean +- sd'\n"
+          "set ylabel 'ms per step'\nset xrange [0.4:" + std::to_string(configs.size()) + ".6]\nset yrange [0:*]\n"
+          "set boxwidth 0.35\nset style fill solid 0.25 border -1\nset grid noxtics ytics\nset key outside bottom center horizontal\n"
+          "plot '" + spread_dat + "' using 1:5:4:8:7:xtic(2) with candlesticks whiskerbars 0.5 lc rgb '#4477aa' title 'quartiles, 5-95%', "
+          "'' using 1:6:6:6:6 with candlesticks lw 2 lc rgb '#4477aa' notitle, "
+          "'' using ($1+0.3):3:9 with yerrorbars pt 7 ps 1.2 lc rgb '#cc3311' title 'mean +- sd', "
+          "'' using ($1+0.3):3:(sprintf('%.0f ms', $3)) with labels offset 0,1.2 left notitle\n"
+          "set xrange [*:*]\nset yrange [*:*]\nset xtics auto\nset grid\nset key default\nset key outside right\n";
     gp += "set output '" + out_dir + "/latency.png'\nset title 'Step latency by configuration'\nset xlabel 'request'\nset ylabel 'ms'\nplot ";
     for (size_t c = 0; c < configs.size(); ++c) {
       if (!any_screenshot) {
@@ -771,7 +889,7 @@ int main(int argc, char** argv) {
       // pngcairo may be missing in minimal builds: fall back to the png terminal.
       std::string cmd = "gnuplot '" + gp_path + "' 2>/dev/null || (sed -i 's/pngcairo/png/' '" + gp_path + "' && gnuplot '" + gp_path + "')";
       if (std::system(cmd.c_str()) == 0)
-        std::fprintf(stderr, "plots: %s/latency.png %s/tokens.png%s\n", out_dir.c_str(), out_dir.c_str(),
+        std::fprintf(stderr, "plots: %s/steps.png %s/latency.png %s/tokens.png%s\n", out_dir.c_str(), out_dir.c_str(), out_dir.c_str(),
                      any_screenshot ? (" " + out_dir + "/screenshots.png").c_str() : "");
       else std::fprintf(stderr, "tandem-replay: gnuplot failed (script: %s)\n", gp_path.c_str());
     } else {

@@ -165,6 +165,12 @@ TEST(ConstrainedDecoding, GreedyIsTheSameWithEverySpeculationSwitch) {
       emitted += static_cast<int64_t>(a.tokens.size());
       EXPECT_EQ(a.stats.drafts_proposed, a.stats.drafts_forced + a.stats.drafts_mtp);
       EXPECT_LE(a.stats.drafts_forced_accepted, a.stats.drafts_forced);
+      // The MTP head's first draft: only steps that had one (never a forced run alone).
+      EXPECT_LE(a.stats.mtp_first_accepted, a.stats.mtp_first_drafts);
+      EXPECT_LE(a.stats.mtp_first_drafts, a.stats.verify_passes);
+      EXPECT_LE(a.stats.mtp_first_drafts, a.stats.drafts_mtp);
+      if (a.stats.drafts_mtp == 0) EXPECT_EQ(a.stats.mtp_first_drafts, 0);
+      else EXPECT_GT(a.stats.mtp_first_drafts, 0);
     }
     // A random MTP head's drafts are legal (under the permissive grammar) but almost never the
     // target's pick; the forced ones mostly are.

@@ -27,7 +27,8 @@ bool RequestStats::same_counts(const RequestStats& o) const {
   X(checkpoint_bytes_held) X(bytes_copied) X(prompt_cache_saved) X(prompt_cache_loaded) X(prompt_cache_bytes)    \
   X(prompt_cache_budget_bytes) X(prompt_cache_entries) X(prefill_ms) X(decode_ms) X(tokens_generated)            \
   X(ms_per_output_token) X(drafts_proposed) X(drafts_accepted) X(verify_passes) X(roll_backs) X(step_drafted)     \
-  X(step_accepted) X(drafts_forced) X(drafts_mtp) X(drafts_forced_accepted) X(grammar_ms)   \
+  X(step_accepted) X(drafts_forced) X(drafts_mtp) X(drafts_forced_accepted) X(mtp_first_drafts)               \
+  X(mtp_first_accepted) X(grammar_ms)                                                                         \
   X(images) X(image_rows) X(image_rows_prefilled) X(images_encoded) X(encoder_cache_hits) X(image_rows_ms) X(encoder_ms)
 
 void to_json(nlohmann::json& j, const RequestStats& s) {

@@ -86,6 +86,12 @@ struct RequestStats {
   int64_t drafts_forced = 0;
   int64_t drafts_mtp = 0;
   int64_t drafts_forced_accepted = 0;
+  // The MTP head's first draft (issue 50's acceptance figure): steps whose drafts began with an
+  // MTP draft (a grammar's forced run comes after the MTP drafts of a step, or alone), and of
+  // those, the steps whose first draft the target accepted. Independent of draft_max, so it
+  // reads the same whatever k the server ran.
+  int64_t mtp_first_drafts = 0;
+  int64_t mtp_first_accepted = 0;
   // Grammar work on the scheduler thread (masks, forced runs, picks' checks), ms.
   double grammar_ms = 0;
   // Per speculative step, in order (steps without drafts too): drafts verified and accepted. What the drafter

@@ -455,6 +455,10 @@ std::span<const int32_t> Slot::decode_speculative(int32_t token, TokenPicker& pi
   stats_.drafts_forced += step.forced;
   stats_.drafts_mtp += step.drafted - step.forced;
   stats_.drafts_forced_accepted += step.forced_accepted;
+  if (step.drafted > step.forced) {  // the step's first draft is the MTP head's (the forced run comes last)
+    ++stats_.mtp_first_drafts;
+    stats_.mtp_first_accepted += step.accepted > 0 ? 1 : 0;
+  }
   stats_.verify_passes += step.verified ? 1 : 0;
   stats_.roll_backs += step.rolled_back ? 1 : 0;
   stats_.step_drafted.push_back(step.drafted);  // every step, verified or not: the dry run replays them in order

@@ -503,8 +503,13 @@ TEST_P(SpeculatorTest, StopTokensAndMaxTokensEndTheStep) {
   const RequestStats s = slot->end_request();
   EXPECT_EQ(s.verify_passes, 1);
   EXPECT_EQ(s.drafts_accepted, 1);
+  // One step drafted (the second, limited to one token, could not): its first draft was right.
+  EXPECT_EQ(s.mtp_first_drafts, 1);
+  EXPECT_EQ(s.mtp_first_accepted, 1);
   const nlohmann::json j = s;
   EXPECT_EQ(j.at("verify_passes"), 1);
+  EXPECT_EQ(j.at("mtp_first_drafts"), 1);
+  EXPECT_EQ(j.at("mtp_first_accepted"), 1);
   EXPECT_EQ(j.at("drafts_proposed"), 3);
 }
 
@@ -579,6 +584,16 @@ TEST_P(SpeculatorTest, DryRunReproducesASpeculatingSlotsCounts) {
         if (!stops.empty() && t == stops[0]) break;
       }
       served.push_back(slot->end_request());
+      // No grammar: every draft is the MTP head's (or the hook's in its place), so the first-draft
+      // counts follow from the per-step lists: steps that drafted, and those that accepted one.
+      int64_t first_drafts = 0, first_accepted = 0;
+      for (size_t k = 0; k < served.back().step_drafted.size(); ++k)
+        if (served.back().step_drafted[k] > 0) {
+          ++first_drafts;
+          first_accepted += served.back().step_accepted[k] > 0;
+        }
+      EXPECT_EQ(served.back().mtp_first_drafts, first_drafts) << "request " << i + 1;
+      EXPECT_EQ(served.back().mtp_first_accepted, first_accepted) << "request " << i + 1;
       roll_backs += served.back().roll_backs;
       verify_passes += served.back().verify_passes;
       RecordedRequest rec;

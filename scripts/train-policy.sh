@@ -106,6 +106,28 @@ echo "== Tandem's greedy answers on the test seeds' traces"
 "$b"/tandem-policy-eval -m "$out/tandem-policy.gguf" "${test_traces[@]}" --seen-tasks "$out/run/seen_tasks.tsv" \
   -o "$out/test-answers.jsonl" --json "$out/test-scores.json" | tee "$out/test-scores.txt"
 
+echo "== five recorded test prompts for the shipped-policy test (src/agent/policy_test.cpp)"
+# One exact answer per action kind where there is one (the most frequent kinds first), with the
+# request as the trace holds it; copy the file to tests/agent/policy_prompts.jsonl when shipping.
+"$py" - "$out/test-answers.jsonl" "$out/policy_prompts.jsonl" <<'EOF2'
+import json, sys
+answers = [json.loads(l) for l in open(sys.argv[1])]
+picked, kinds = [], []
+for pass_ in (0, 1):
+    for a in answers:
+        kind = a["expected"].split('"action":"')[1].split('"')[0]
+        if a["exact"] and a["schema_valid"] and a["finish_reason"] == "stop" and a not in picked \
+                and (pass_ == 1 or kind not in kinds) and len(picked) < 5:
+            picked.append(a)
+            kinds.append(kind)
+with open(sys.argv[2], "w") as f:
+    for a in picked:
+        request = json.loads(open(a["trace"]).read().splitlines()[a["line"] - 1])
+        f.write(json.dumps({"note": "%s, line %d of %s" % (a["expected"], a["line"], a["trace"].split("/")[-1]),
+                            "request": request, "answer": a["answer"]}) + "\n")
+print("%d prompts: %s" % (len(picked), ", ".join(kinds)))
+EOF2
+
 t_end=$(date +%s)
 echo
 echo "done in $(( (t_end - t_start) / 60 )) min $(( (t_end - t_start) % 60 )) s: $out/tandem-policy.gguf"

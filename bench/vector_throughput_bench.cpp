@@ -1,7 +1,7 @@
 // How many 512-bit vector operations per nanosecond a core of this machine retires, per kind
 // (Google Benchmark). The verification pass of speculative decoding (1 + 3 tokens) is
 // arithmetic-bound where a decode step streams memory, so its cost over a decode step is its
-// extra operation count divided by this rate (bench/RESULTS.md, issue 7).
+// extra operation count divided by this rate (bench/history/2026-11-30-xeon-amx.md, issue 7).
 //
 //   VectorOps/<op>:        12 independent chains of one operation (no chain waits on its own
 //                          latency: the rate is the issue rate of the units that run it);

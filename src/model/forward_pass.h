@@ -17,7 +17,7 @@ enum class LogitsMode { None, Last, All };
 
 // Which Gated DeltaNet algorithm runs for multi-token batches. Auto: chunked where the CPU
 // tier has a fast chunked body (kernels::delta_rule_prefers_chunked: AVX-512), per token
-// otherwise — on AVX2 the per-token body beats the scalar chunked reference ~29× (bench/RESULTS.md).
+// otherwise — on AVX2 the per-token body beats the scalar chunked reference ~29× (bench/history/2026-11-30-xeon-amx.md).
 // (Single tokens always run per token.)
 enum class GdnAlgorithm { Auto, Recurrent, Chunked };
 

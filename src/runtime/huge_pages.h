@@ -4,7 +4,7 @@
 // Debian's kernels serve huge pages only to regions that ask (THP mode "madvise"), so large
 // buffers are 2 MiB-aligned and advised with MADV_HUGEPAGE. The kernel may still decline (THP
 // "never", fragmented memory): the buffer then works as before on small pages.
-// Side by side on the AMX machine (bench/RESULTS.md, 2026-12-01 evening; with the packed
+// Side by side on the AMX machine (bench/history/2026-12-01-xeon-amx.md; with the packed
 // matrices in huge-page arenas, kernels::PackedWeights): 0.8B Q4_0 decode 17.29 / 17.38 /
 // 17.17 ms per token against 18.19 / 18.37 / 17.67 on small pages, prefill within noise.
 #pragma once

@@ -72,7 +72,7 @@ void pad_q8_tiles(int64_t n, int64_t T, uint8_t* acts);
 // the same 16-row groups, with the same integer block sums and float operations as the
 // tiles, so the same bits): a tile product of a few token rows costs what one of 16 does,
 // and its store-and-scale chain per block held one-token decode to ~13 GB/s. Measured side
-// by side (bench/gemv_bench, *_packed vs *_packed_tiles, 2 threads; bench/RESULTS.md, run I;
+// by side (bench/gemv_bench, *_packed vs *_packed_tiles, 2 threads; bench/history/2026-11-30-xeon-amx.md, run I;
 // earlier runs in brackets): a 0.8B FFN matrix in cache 0.32× the tile time at T = 1
 // (0.29–0.46×), 0.57× at 4 (0.49–0.58×; an earlier run: 1.16× at 6); 2 GiB of Q4_0 0.85× at
 // T = 1 (0.60–0.88×), 0.83× at 4 (0.73–0.91×). The calls

@@ -1,8 +1,8 @@
 // Test support: reading the golden data llama.cpp wrote (../shared/golden*/): a token list as a
 // JSON array of integers, and raw little-endian float32 logits. Shared by the golden-logits tests
 // of every architecture and the image-rows test, with what those tests each wrote for themselves
-// (issue 52): our logits of a token list in llama.cpp's batch or split mode, and their comparison
-// with llama.cpp's row by row.
+// (issue 52): our logits of a token list in llama.cpp's batch or split mode (the reference-logits
+// test's batch runs too), and their comparison with llama.cpp's row by row.
 #pragma once
 
 #include <algorithm>

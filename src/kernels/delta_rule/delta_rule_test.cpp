@@ -97,6 +97,17 @@ void oracle(const Case& c, std::vector<double>& S, std::vector<double>& out, std
   }
 }
 
+// The oracle's outputs, final state and the state after every token.
+struct OracleRun {
+  std::vector<double> S, out;
+  std::vector<std::vector<double>> states;
+};
+OracleRun run_oracle(const Case& c) {
+  OracleRun r;
+  oracle(c, r.S, r.out, &r.states);
+  return r;
+}
+
 struct Shape {
   int H_k, H_v, d;
 };
@@ -153,9 +164,7 @@ INSTANTIATE_TEST_SUITE_P(Lengths, DeltaRuleTest,
 TEST(DeltaRule, ChunkedCutStatesEqualPerTokenStates) {
   for (const Shape& sh : kShapes) {
     Case c = make_case(sh.H_k, sh.H_v, sh.d, 150, 99u + static_cast<uint32_t>(sh.d));
-    std::vector<double> S_ref, o_ref;
-    std::vector<std::vector<double>> states;
-    oracle(c, S_ref, o_ref, &states);
+    const OracleRun ref = run_oracle(c);
     const std::vector<int64_t> cuts = {0, 1, 37, 64, 64, 100, 129, 150};
     const int64_t sf = static_cast<int64_t>(c.H_v) * c.d * c.d;
     for (CpuTier tier : machine_tiers()) {
@@ -169,10 +178,10 @@ TEST(DeltaRule, ChunkedCutStatesEqualPerTokenStates) {
         if (cuts[i] == 0)
           EXPECT_EQ(got, c.state0) << "cut at 0";
         else
-          EXPECT_LE(rel_diff(got, states[cuts[i] - 1]), 1e-5) << "cut at " << cuts[i];
+          EXPECT_LE(rel_diff(got, ref.states[cuts[i] - 1]), 1e-5) << "cut at " << cuts[i];
       }
-      EXPECT_LE(rel_diff(out, o_ref), 1e-5) << "outputs with cuts";
-      EXPECT_LE(rel_diff(S, S_ref), 1e-5) << "final state with cuts";
+      EXPECT_LE(rel_diff(out, ref.out), 1e-5) << "outputs with cuts";
+      EXPECT_LE(rel_diff(S, ref.S), 1e-5) << "final state with cuts";
     }
   }
 }
@@ -180,9 +189,7 @@ TEST(DeltaRule, ChunkedCutStatesEqualPerTokenStates) {
 TEST(DeltaRule, RecurrentSnapshotsAreThePerTokenStates) {
   for (const Shape& sh : kShapes) {
     Case c = make_case(sh.H_k, sh.H_v, sh.d, 9, 7u + static_cast<uint32_t>(sh.d));
-    std::vector<double> S_ref, o_ref;
-    std::vector<std::vector<double>> states;
-    oracle(c, S_ref, o_ref, &states);
+    const OracleRun ref = run_oracle(c);
     const int64_t sf = static_cast<int64_t>(c.H_v) * c.d * c.d;
     const int64_t from = 5;
     for (CpuTier tier : machine_tiers()) {
@@ -191,9 +198,9 @@ TEST(DeltaRule, RecurrentSnapshotsAreThePerTokenStates) {
       delta_rule_recurrent(tier, input_of(c, out.data()), S.data(), snaps.data(), from);
       for (int64_t t = from; t < c.T; ++t) {
         std::vector<float> got(snaps.begin() + (t - from) * sf, snaps.begin() + (t - from + 1) * sf);
-        EXPECT_LE(rel_diff(got, states[t]), 1e-5) << "state after token " << t;
+        EXPECT_LE(rel_diff(got, ref.states[t]), 1e-5) << "state after token " << t;
       }
-      EXPECT_LE(rel_diff(out, o_ref), 1e-5) << "outputs with snapshots";
+      EXPECT_LE(rel_diff(out, ref.out), 1e-5) << "outputs with snapshots";
 
       // The same states through per-token destinations (snapshot_to), some tokens skipped:
       // bit for bit the contiguous snapshots, and untouched where no destination is given.

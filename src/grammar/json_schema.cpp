@@ -1057,16 +1057,47 @@ class Converter {
 
   // ---- integers -------------------------------------------------------------------------
 
+  // Calls take(value, is_min, exclusive) for each of minimum, exclusiveMinimum, maximum and
+  // exclusiveMaximum (in that order) that s has as a number: integer_body's and number_body's
+  // keywords. Draft 4's boolean exclusive* (a modifier of minimum / maximum) is warned about and
+  // skipped; any other non-number is an error.
+  template <class Take>
+  void for_each_bound(const ojson& s, const std::string& path, Take take) {
+    struct Keyword {
+      const char* name;
+      bool is_min, exclusive;
+    };
+    static constexpr Keyword kBounds[] = {{"minimum", true, false},
+                                          {"exclusiveMinimum", true, true},
+                                          {"maximum", false, false},
+                                          {"exclusiveMaximum", false, true}};
+    for (const Keyword& k : kBounds) {
+      if (!s.contains(k.name)) continue;
+      const ojson& v = s[k.name];
+      if (v.is_boolean()) {
+        warn(path, k.name);
+        continue;
+      }
+      if (!v.is_number()) error(path + "/" + k.name, std::string(k.name) + " must be a number");
+      take(v, k.is_min, k.exclusive);
+    }
+  }
+
+  // build()'s range rule and sp(); when build finds no `what` within the bounds, unsatisfiable.
+  template <class Build>
+  std::string bounded_range(const std::string& path, const char* what, Build build) {
+    std::string range;
+    try {
+      range = build();
+    } catch (const GrammarError& e) {
+      unsat(path, std::string("no ") + what + " satisfies the bounds: " + e.what());
+    }
+    return range + sp();
+  }
+
   std::string integer_body(const ojson& s, const std::string& path) {
     std::optional<int64_t> lo, hi;
-    auto bound = [&](const char* k, bool is_min, bool exclusive) {
-      if (!s.contains(k)) return;
-      const ojson& v = s[k];
-      if (v.is_boolean()) {  // draft 4's boolean exclusive* modifies minimum / maximum
-        warn(path, k);
-        return;
-      }
-      if (!v.is_number()) error(path + "/" + k, std::string(k) + " must be a number");
+    for_each_bound(s, path, [&](const ojson& v, bool is_min, bool exclusive) {
       // Clamped one past the 16-digit cap: beyond it the range is empty (or unbounded) anyway.
       constexpr int64_t cap = kMaxJsonInteger + 1;
       int64_t b;
@@ -1087,51 +1118,24 @@ class Converter {
         lo = lo ? std::max(*lo, b) : b;
       else
         hi = hi ? std::min(*hi, b) : b;
-    };
-    bound("minimum", true, false);
-    bound("exclusiveMinimum", true, true);
-    bound("maximum", false, false);
-    bound("exclusiveMaximum", false, true);
+    });
     if (!lo && !hi) return primitive("integer");
-    std::string range;
-    try {
-      range = integer_range_gbnf(lo, hi);
-    } catch (const GrammarError& e) {
-      unsat(path, std::string("no integer satisfies the bounds: ") + e.what());
-    }
-    return range + sp();
+    return bounded_range(path, "integer", [&] { return integer_range_gbnf(lo, hi); });
   }
 
   // Numbers with bounds: no exponent, integral part and fraction as number_range_gbnf
   // builds them (a subset of the range's numbers; every one of them is in range).
   std::string number_body(const ojson& s, const std::string& path) {
     std::optional<NumberBound> lo, hi;
-    auto bound = [&](const char* k, bool is_min, bool exclusive) {
-      if (!s.contains(k)) return;
-      const ojson& v = s[k];
-      if (v.is_boolean()) {  // draft 4's boolean exclusive* modifies minimum / maximum
-        warn(path, k);
-        return;
-      }
-      if (!v.is_number()) error(path + "/" + k, std::string(k) + " must be a number");
+    for_each_bound(s, path, [&](const ojson& v, bool is_min, bool exclusive) {
       const NumberBound b{v.get<double>(), exclusive};
       auto& cur = is_min ? lo : hi;
       const bool tighter = !cur || (is_min ? b.value > cur->value : b.value < cur->value) ||
                            (b.value == cur->value && b.exclusive);
       if (tighter) cur = b;
-    };
-    bound("minimum", true, false);
-    bound("exclusiveMinimum", true, true);
-    bound("maximum", false, false);
-    bound("exclusiveMaximum", false, true);
+    });
     if (!lo && !hi) return primitive("number");
-    std::string range;
-    try {
-      range = number_range_gbnf(lo, hi);
-    } catch (const GrammarError& e) {
-      unsat(path, std::string("no number satisfies the bounds: ") + e.what());
-    }
-    return range + sp();
+    return bounded_range(path, "number", [&] { return number_range_gbnf(lo, hi); });
   }
 
   const ojson& root_;

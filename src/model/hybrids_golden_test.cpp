@@ -31,60 +31,6 @@ using golden::read_tokens;
 const fs::path kDir = fs::path(TANDEM_SHARED_DIR) / "golden-hybrids";
 constexpr int64_t kVocab = 1027;
 
-struct Compare {
-  double max_diff = 0, sum_diff = 0;
-  int64_t n = 0;
-  int rows = 0, argmax_checked = 0, argmax_agree = 0;
-  double mean() const { return n ? sum_diff / static_cast<double>(n) : 0; }
-};
-
-Compare compare(const std::vector<float>& ours, const std::vector<float>& ref, double margin_floor) {
-  Compare c;
-  c.rows = static_cast<int>(ref.size() / kVocab);
-  for (int r = 0; r < c.rows; ++r) {
-    const float* a = ours.data() + static_cast<int64_t>(r) * kVocab;
-    const float* b = ref.data() + static_cast<int64_t>(r) * kVocab;
-    int64_t best_a = 0, best_b = 0, second_b = -1;
-    for (int64_t v = 0; v < kVocab; ++v) {
-      const double d = std::fabs(double(a[v]) - b[v]);
-      c.max_diff = std::max(c.max_diff, d);
-      c.sum_diff += d;
-      ++c.n;
-      if (a[v] > a[best_a]) best_a = v;
-      if (b[v] > b[best_b]) {
-        second_b = best_b;
-        best_b = v;
-      } else if (v != best_b && (second_b < 0 || b[v] > b[second_b])) {
-        second_b = v;
-      }
-    }
-    if (second_b >= 0 && b[best_b] - b[second_b] > margin_floor) {
-      ++c.argmax_checked;
-      c.argmax_agree += best_a == best_b ? 1 : 0;
-    }
-  }
-  return c;
-}
-
-// batch: every token in one call; split: llama.cpp's split mode (the first n/2 tokens in one
-// call, then one token per call: the recurrent state and KV carried across calls).
-std::vector<float> run(HybridModel& m, const std::vector<int32_t>& toks, bool split) {
-  auto seq = m.new_sequence(static_cast<int64_t>(toks.size()));
-  ForwardOptions opt;
-  opt.logits = LogitsMode::All;
-  ForwardOutput out;
-  std::vector<float> all;
-  const int64_t n = static_cast<int64_t>(toks.size());
-  int64_t s = 0;
-  while (s < n) {
-    const int64_t e = !split ? n : (s == 0 && n / 2 > 0 ? n / 2 : s + 1);
-    m.forward(*seq, std::span<const int32_t>(toks.data() + s, static_cast<size_t>(e - s)), opt, out);
-    all.insert(all.end(), out.logits.begin(), out.logits.end());
-    s = e;
-  }
-  return all;
-}
-
 struct Bound {
   const char* file;
   bool f32;
@@ -116,9 +62,10 @@ TEST_P(HybridGoldenLogits, MatchLlamaCpp) {
       const fs::path ref_path = kDir / "logits" / (std::string(b.file) + "." + s + (split ? ".split.f32" : ".batch.f32"));
       const auto ref = read_f32(ref_path);
       ASSERT_EQ(ref.size(), toks.size() * kVocab) << ref_path;
-      const auto ours = run(*m, toks, split);
+      const auto ours = golden::run(*m, toks, split);
       ASSERT_EQ(ours.size(), ref.size());
-      const Compare c = compare(ours, ref, b.f32 ? 1e-3 : 0.0);  // quantized: the share over every row
+      // Quantized: the argmax share over every row.
+      const golden::Compare c = golden::compare(ours, ref, kVocab, b.f32 ? 1e-3 : 0.0);
       const std::string where = std::string(b.file) + " " + s + (split ? " split" : " batch") + " on " +
                                 cpu_tier_name(m->cpu_tier());
       EXPECT_LE(c.max_diff, b.max_abs) << where;

@@ -262,13 +262,7 @@ class Renderer {
         } else {
           emit("<|im_start|>" + m.role + "\n" + content);
         }
-        for (size_t k = 0; k < m.tool_calls.size(); ++k) {
-          const auto& tc = m.tool_calls[k];
-          if ((k == 0 && !content.empty()) || k > 0) emit("\n");
-          emit("<tool_call>\n{\"name\": \"" + tc.name + "\", \"arguments\": ");
-          emit(tc.arguments.is_string() ? tc.arguments.get<std::string>() : to_json_text(tc.arguments));
-          emit("}\n</tool_call>");
-        }
+        json_tool_calls(m, content);
         emit("<|im_end|>\n");
       } else if (m.role == "tool") {
         if (first || msgs[i - 1].role != "tool") emit("<|im_start|>user");
@@ -441,13 +435,7 @@ class Renderer {
         emit("<|start_of_role|>" + m.role + "<|end_of_role|>" + content + "<|end_of_text|>\n");
       } else if (m.role == "assistant") {
         emit("<|start_of_role|>assistant<|end_of_role|>" + content);
-        for (size_t k = 0; k < m.tool_calls.size(); ++k) {
-          const auto& tc = m.tool_calls[k];
-          if ((k == 0 && !content.empty()) || k > 0) emit("\n");
-          emit("<tool_call>\n{\"name\": \"" + tc.name + "\", \"arguments\": ");
-          emit(tc.arguments.is_string() ? tc.arguments.get<std::string>() : to_json_text(tc.arguments));
-          emit("}\n</tool_call>");
-        }
+        json_tool_calls(m, content);
         emit("<|end_of_text|>\n");
       } else if (m.role == "tool") {
         if (first || msgs[i - 1].role != "tool") {
@@ -464,6 +452,17 @@ class Renderer {
 
  private:
   void emit(const std::string& s) { out.text += s; }
+  // An assistant turn's tool calls as Qwen3 and Granite 4.0 write them: one <tool_call> JSON object
+  // each, on a line of its own after any content.
+  void json_tool_calls(const ChatMessage& m, const std::string& content) {
+    for (size_t k = 0; k < m.tool_calls.size(); ++k) {
+      const auto& tc = m.tool_calls[k];
+      if ((k == 0 && !content.empty()) || k > 0) emit("\n");
+      emit("<tool_call>\n{\"name\": \"" + tc.name + "\", \"arguments\": ");
+      emit(tc.arguments.is_string() ? tc.arguments.get<std::string>() : to_json_text(tc.arguments));
+      emit("}\n</tool_call>");
+    }
+  }
   void mark(size_t i) { out.message_offsets[i] = out.text.size(); }
   void user_span() { out.user_offsets.push_back(out.text.size()); }
 
@@ -522,19 +521,20 @@ class Renderer {
   std::string render_content(const ChatMessage& m, bool do_vision_count, bool is_system) {
     if (!m.content_is_parts) return m.content;  // string, or '' for none
     std::string s;
+    // An image or a video: its label when the request asks for ids, then its pad token.
+    auto vision_part = [&](const std::string& plural, const std::string& label, int& count, const char* pad) {
+      if (is_system) fail("System message cannot contain " + plural + ".");
+      if (do_vision_count) ++count;
+      if (req.add_vision_id) s += label + " " + std::to_string(count) + ": ";
+      s += std::string("<|vision_start|>") + pad + "<|vision_end|>";
+    };
     for (const auto& p : m.parts) {
       switch (p.kind) {
         case ChatContentPart::Kind::Image:
-          if (is_system) fail("System message cannot contain images.");
-          if (do_vision_count) ++image_count;
-          if (req.add_vision_id) s += "Picture " + std::to_string(image_count) + ": ";
-          s += "<|vision_start|><|image_pad|><|vision_end|>";
+          vision_part("images", "Picture", image_count, "<|image_pad|>");
           break;
         case ChatContentPart::Kind::Video:
-          if (is_system) fail("System message cannot contain videos.");
-          if (do_vision_count) ++video_count;
-          if (req.add_vision_id) s += "Video " + std::to_string(video_count) + ": ";
-          s += "<|vision_start|><|video_pad|><|vision_end|>";
+          vision_part("videos", "Video", video_count, "<|video_pad|>");
           break;
         case ChatContentPart::Kind::Text:
           s += p.text;

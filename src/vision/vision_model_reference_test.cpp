@@ -157,29 +157,30 @@ struct RefTower {
   }
 };
 
-std::string odd_tower(GgmlType type) {
+// A random 4-head tower (the tiny preset's patch size and eps otherwise) written under TempDir as
+// tandem-<preset>-mmproj-<type>.gguf; its path.
+struct TowerDims {
+  int64_t n_embd, n_ff, n_layer, out_dim, pos_side;
+};
+std::string write_tower(const std::string& preset, const TowerDims& d, uint64_t seed, GgmlType type) {
   MmprojGenOptions g;
-  g.shape.preset = "odd";
-  g.shape.n_embd = 48, g.shape.n_head = 4, g.shape.n_ff = 96, g.shape.n_layer = 2, g.shape.out_dim = 40;
-  g.shape.pos_side = 5;
+  g.shape.preset = preset;
+  g.shape.n_embd = d.n_embd, g.shape.n_head = 4, g.shape.n_ff = d.n_ff, g.shape.n_layer = d.n_layer;
+  g.shape.out_dim = d.out_dim, g.shape.pos_side = d.pos_side;
   g.type = type;
-  g.seed = 7;
-  const std::string path = ::testing::TempDir() + "/tandem-odd-mmproj-" + ggml_type_name(type) + ".gguf";
+  g.seed = seed;
+  const std::string path = ::testing::TempDir() + "/tandem-" + preset + "-mmproj-" + ggml_type_name(type) + ".gguf";
   write_mmproj(path, g);
   return path;
 }
 
+std::string odd_tower(GgmlType type) {
+  return write_tower("odd", {.n_embd = 48, .n_ff = 96, .n_layer = 2, .out_dim = 40, .pos_side = 5}, 7, type);
+}
+
 // Widths that are multiples of 256, so K-quant matrices keep their type (C 256, d 64, F 512).
 std::string wide_tower(GgmlType type) {
-  MmprojGenOptions g;
-  g.shape.preset = "wide";
-  g.shape.n_embd = 256, g.shape.n_head = 4, g.shape.n_ff = 512, g.shape.n_layer = 1, g.shape.out_dim = 64;
-  g.shape.pos_side = 4;
-  g.type = type;
-  g.seed = 9;
-  const std::string path = ::testing::TempDir() + "/tandem-wide-mmproj-" + ggml_type_name(type) + ".gguf";
-  write_mmproj(path, g);
-  return path;
+  return write_tower("wide", {.n_embd = 256, .n_ff = 512, .n_layer = 1, .out_dim = 64, .pos_side = 4}, 9, type);
 }
 
 std::vector<float> random_image(int W, int H, uint32_t seed) {

@@ -56,6 +56,19 @@ Encoded encode_run(const std::string& run, const std::string& mmproj, CpuTier ti
   return e;
 }
 
+// A run encoded with its own mmproj, its grid checked against the manifest's image chunk.
+Encoded encode_run_checking_grid(const std::string& run) {
+  const auto& r = manifest()["runs"][run];
+  Encoded e = encode_run(run, r["mmproj"].get<std::string>());
+  const auto& img = golden::image_chunk(r);
+  EXPECT_EQ(e.stats.nx, img["nx"].get<int>());
+  EXPECT_EQ(e.stats.ny, img["ny"].get<int>());
+  return e;
+}
+
+// llama.cpp's embeddings of an image chunk.
+fs::path embd_file(const Json& img) { return kDir / "out" / img["embd_file"].get<std::string>(); }
+
 TEST(VisionGolden, HyperParametersOfTheTinyTower) {
   SKIP_WITHOUT_GOLDEN();
   auto m = VisionModel::load((kDir / "mmproj-tiny-F32.gguf").string());
@@ -127,12 +140,9 @@ TEST(VisionGolden, EmbeddingsF32WithinTwoThousandths) {
   ASSERT_FALSE(runs.empty()) << "the manifest lists no F32 run with flash attention off";
   for (const std::string& run : runs) {
     SCOPED_TRACE(run);
-    const auto& r = manifest()["runs"][run];
-    const Encoded e = encode_run(run, r["mmproj"].get<std::string>());
-    const auto& img = golden::image_chunk(r);
-    EXPECT_EQ(e.stats.nx, img["nx"].get<int>());
-    EXPECT_EQ(e.stats.ny, img["ny"].get<int>());
-    const std::vector<float> ref = read_f32(kDir / "out" / img["embd_file"].get<std::string>());
+    const auto& img = golden::image_chunk(manifest()["runs"][run]);
+    const Encoded e = encode_run_checking_grid(run);
+    const std::vector<float> ref = read_f32(embd_file(img));
     EXPECT_EQ(ref.size(), img["embd_shape"][0].get<size_t>() * img["embd_shape"][1].get<size_t>());
     const float d = max_abs_diff(e.embd, ref);
     std::printf("  %s embeddings max|d| %.3g\n", run.c_str(), d);
@@ -150,12 +160,8 @@ TEST(VisionGolden, EmbeddingsF16AndQ8WithinLlamaCppsOwnSpread) {
   ASSERT_FALSE(runs.empty()) << "the manifest lists no F16 / Q8_0 run";
   for (const std::string& run : runs) {
     SCOPED_TRACE(run);
-    const auto& r = manifest()["runs"][run];
-    const Encoded e = encode_run(run, r["mmproj"].get<std::string>());
-    const auto& img = golden::image_chunk(r);
-    EXPECT_EQ(e.stats.nx, img["nx"].get<int>());
-    EXPECT_EQ(e.stats.ny, img["ny"].get<int>());
-    const std::vector<float> ref = read_f32(kDir / "out" / img["embd_file"].get<std::string>());
+    const Encoded e = encode_run_checking_grid(run);
+    const std::vector<float> ref = read_f32(embd_file(golden::image_chunk(manifest()["runs"][run])));
     const golden::Spread spread = golden::embd_spread(run);
     const float d = max_abs_diff(e.embd, ref);
     std::printf("  %s embeddings max|d| %.3g (llama.cpp's spread %.3g, %s)\n", run.c_str(), d, spread.value,
@@ -179,8 +185,7 @@ TEST(VisionGolden, ManifestSpreadsAreTheGoldenFilesDifferences) {
     const std::string f32 = golden::f32_counterpart(r);
     if (!manifest()["checks"].contains(key) || f32.empty()) continue;
     const float files = max_abs_diff(
-        read_f32(kDir / "out" / golden::image_chunk(manifest()["runs"][f32])["embd_file"].get<std::string>()),
-        read_f32(kDir / "out" / golden::image_chunk(r)["embd_file"].get<std::string>()));
+        read_f32(embd_file(golden::image_chunk(manifest()["runs"][f32]))), read_f32(embd_file(golden::image_chunk(r))));
     EXPECT_FLOAT_EQ(files, manifest()["checks"][key].get<float>()) << key;
     ++checked;
   }

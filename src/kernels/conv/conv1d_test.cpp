@@ -7,17 +7,11 @@
 #include <vector>
 
 #include "kernels/elementwise/elementwise.h"
+#include "kernels/kernel_test_support.h"
 #include "runtime/cpu_features.h"
 
 namespace tandem::kernels {
 namespace {
-
-std::vector<CpuTier> tiers() {
-  std::vector<CpuTier> v;
-  for (CpuTier t : kBuildTiers)
-    if (clamp_to_machine(t) == t) v.push_back(t);
-  return v;
-}
 
 // Every tier against the scalar reference; channel counts not multiples of 16, batches
 // shorter than the window, a non-zero incoming state, and the state-after helper. Kernels of
@@ -35,7 +29,7 @@ TEST(Conv1d, EveryTierMatchesScalarReference) {
           for (auto& e : *v) e = nd(rng);
         std::vector<float> ref(x.size(), 0.0f);
         conv1d_silu_ref(x.data(), ld, T, channels, K, w.data(), st.data(), ref.data(), ld);
-        for (CpuTier tier : tiers()) {
+        for (CpuTier tier : machine_tiers()) {
           std::vector<float> y(x.size(), 0.0f);
           conv1d_silu(tier, x.data(), ld, T, channels, K, w.data(), st.data(), y.data(), ld);
           double m = 0;
@@ -94,7 +88,7 @@ TEST(Elementwise, SiluProductsMatchScalarOnEveryTier) {
     std::vector<float> ref(g.size()), ref_sig(g.size());
     for (size_t i = 0; i < g.size(); ++i) ref[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
     for (size_t i = 0; i < g.size(); ++i) ref_sig[i] = u[i] / (1.0f + std::exp(-g[i]));
-    for (CpuTier tier : tiers()) {
+    for (CpuTier tier : machine_tiers()) {
       std::vector<float> y(g.size()), x = u, s = u;
       silu_mul(tier, g.data(), u.data(), y.data(), n);
       mul_silu(tier, x.data(), g.data(), n);

@@ -10,17 +10,11 @@
 #include <random>
 #include <vector>
 
+#include "kernels/kernel_test_support.h"
 #include "runtime/cpu_features.h"
 
 namespace tandem::kernels {
 namespace {
-
-std::vector<CpuTier> tiers() {
-  std::vector<CpuTier> v;
-  for (CpuTier t : kBuildTiers)  // the tiers this build has, on this machine
-    if (clamp_to_machine(t) == t) v.push_back(t);
-  return v;
-}
 
 struct ConvCase {
   int K;
@@ -73,7 +67,7 @@ TEST(SsmConv, EveryTierMatchesReferenceAndDefinition) {
           for (int64_t c = 0; c < channels; ++c)
             ASSERT_NEAR(ref[t * ld + c], exact[t * ld + c], 1e-5 * (1 + std::fabs(exact[t * ld + c])))
                 << "K " << K << " channels " << channels << " T " << T;
-        for (CpuTier tier : tiers()) {
+        for (CpuTier tier : machine_tiers()) {
           std::vector<float> y(x.size(), 0.0f);
           ssm_conv(tier, x.data(), ld, T, channels, K, w.data(), bias, cc.silu, st.data(), y.data(), ld);
           for (int64_t t = 0; t < T; ++t)
@@ -102,7 +96,7 @@ TEST(SsmConv, StateCarriedAcrossCallsIsBitIdentical) {
       for (auto* v : {&x, &w, &st, &b})
         for (auto& e : *v) e = nd(rng);
       const float* bias = cc.bias ? b.data() : nullptr;
-      for (CpuTier tier : tiers()) {
+      for (CpuTier tier : machine_tiers()) {
         std::vector<float> whole(x.size());
         ssm_conv(tier, x.data(), ld, T, channels, K, w.data(), bias, cc.silu, st.data(), whole.data(), ld);
         for (int64_t split = 1; split < T; ++split) {

@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/kernel_test_support.h"
 #include "kernels/norms/norms.h"
 #include "runtime/cpu_features.h"
 
@@ -96,22 +97,15 @@ void oracle(const Case& c, std::vector<double>& S, std::vector<double>& out, std
   }
 }
 
-template <typename A, typename B>
-double rel_diff(const A& a, const B& b) {
-  double mx = 0, ref = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    mx = std::max(mx, std::fabs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
-    ref = std::max(ref, std::fabs(static_cast<double>(b[i])));
-  }
-  return mx / std::max(ref, 1e-30);
-}
-
-// Every tier this machine has (Scalar .. best), each handed to the kernels it tests.
-std::vector<CpuTier> available_tiers() {
-  std::vector<CpuTier> out;
-  for (CpuTier t : kBuildTiers)
-    if (clamp_to_machine(t) == t) out.push_back(t);
-  return out;
+// The oracle's outputs, final state and the state after every token.
+struct OracleRun {
+  std::vector<double> S, out;
+  std::vector<std::vector<double>> states;
+};
+OracleRun run_oracle(const Case& c) {
+  OracleRun r;
+  oracle(c, r.S, r.out, &r.states);
+  return r;
 }
 
 struct Shape {
@@ -137,7 +131,7 @@ TEST_P(DeltaRuleTest, ChunkedAndRecurrentMatchOracle) {
   delta_rule_recurrent_ref(input_of(c, out_rr.data()), S_rr.data());
   delta_rule_chunked_ref(input_of(c, out_cr.data()), S_cr.data(), scratch);
 
-  for (CpuTier tier : available_tiers()) {
+  for (CpuTier tier : machine_tiers()) {
     SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << sh.d << ", H_k=" << sh.H_k
                                     << ", H_v=" << sh.H_v << ", T=" << T);
     std::vector<float> out_r(c.T * c.H_v * c.d), out_c(out_r.size());
@@ -170,12 +164,10 @@ INSTANTIATE_TEST_SUITE_P(Lengths, DeltaRuleTest,
 TEST(DeltaRule, ChunkedCutStatesEqualPerTokenStates) {
   for (const Shape& sh : kShapes) {
     Case c = make_case(sh.H_k, sh.H_v, sh.d, 150, 99u + static_cast<uint32_t>(sh.d));
-    std::vector<double> S_ref, o_ref;
-    std::vector<std::vector<double>> states;
-    oracle(c, S_ref, o_ref, &states);
+    const OracleRun ref = run_oracle(c);
     const std::vector<int64_t> cuts = {0, 1, 37, 64, 64, 100, 129, 150};
     const int64_t sf = static_cast<int64_t>(c.H_v) * c.d * c.d;
-    for (CpuTier tier : available_tiers()) {
+    for (CpuTier tier : machine_tiers()) {
       SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << sh.d);
       std::vector<float> cut_states(cuts.size() * sf), out(c.T * c.H_v * c.d), S = c.state0;
       ScratchBuffer scratch;
@@ -186,10 +178,10 @@ TEST(DeltaRule, ChunkedCutStatesEqualPerTokenStates) {
         if (cuts[i] == 0)
           EXPECT_EQ(got, c.state0) << "cut at 0";
         else
-          EXPECT_LE(rel_diff(got, states[cuts[i] - 1]), 1e-5) << "cut at " << cuts[i];
+          EXPECT_LE(rel_diff(got, ref.states[cuts[i] - 1]), 1e-5) << "cut at " << cuts[i];
       }
-      EXPECT_LE(rel_diff(out, o_ref), 1e-5) << "outputs with cuts";
-      EXPECT_LE(rel_diff(S, S_ref), 1e-5) << "final state with cuts";
+      EXPECT_LE(rel_diff(out, ref.out), 1e-5) << "outputs with cuts";
+      EXPECT_LE(rel_diff(S, ref.S), 1e-5) << "final state with cuts";
     }
   }
 }
@@ -197,20 +189,18 @@ TEST(DeltaRule, ChunkedCutStatesEqualPerTokenStates) {
 TEST(DeltaRule, RecurrentSnapshotsAreThePerTokenStates) {
   for (const Shape& sh : kShapes) {
     Case c = make_case(sh.H_k, sh.H_v, sh.d, 9, 7u + static_cast<uint32_t>(sh.d));
-    std::vector<double> S_ref, o_ref;
-    std::vector<std::vector<double>> states;
-    oracle(c, S_ref, o_ref, &states);
+    const OracleRun ref = run_oracle(c);
     const int64_t sf = static_cast<int64_t>(c.H_v) * c.d * c.d;
     const int64_t from = 5;
-    for (CpuTier tier : available_tiers()) {
+    for (CpuTier tier : machine_tiers()) {
       SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << sh.d);
       std::vector<float> snaps((c.T - from) * sf), out(c.T * c.H_v * c.d), S = c.state0;
       delta_rule_recurrent(tier, input_of(c, out.data()), S.data(), snaps.data(), from);
       for (int64_t t = from; t < c.T; ++t) {
         std::vector<float> got(snaps.begin() + (t - from) * sf, snaps.begin() + (t - from + 1) * sf);
-        EXPECT_LE(rel_diff(got, states[t]), 1e-5) << "state after token " << t;
+        EXPECT_LE(rel_diff(got, ref.states[t]), 1e-5) << "state after token " << t;
       }
-      EXPECT_LE(rel_diff(out, o_ref), 1e-5) << "outputs with snapshots";
+      EXPECT_LE(rel_diff(out, ref.out), 1e-5) << "outputs with snapshots";
 
       // The same states through per-token destinations (snapshot_to), some tokens skipped:
       // bit for bit the contiguous snapshots, and untouched where no destination is given.
@@ -244,7 +234,7 @@ TEST(DeltaRule, RecurrentBatchEqualsTokenByTokenBitForBit) {
     for (int64_t T : {2, 4, 5, 67}) {
       Case c = make_case(sh.H_k, sh.H_v, sh.d, T, 77u + static_cast<uint32_t>(sh.d * T));
       const int64_t ld = static_cast<int64_t>(c.H_v) * c.d;
-      for (CpuTier tier : available_tiers()) {
+      for (CpuTier tier : machine_tiers()) {
         SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << sh.d << ", T=" << T);
         std::vector<float> out_batch(T * ld), S_batch = c.state0;
         delta_rule_recurrent(tier, input_of(c, out_batch.data()), S_batch.data());
@@ -273,7 +263,7 @@ TEST(DeltaRule, RecurrentFromAnotherBufferEqualsInPlace) {
     for (int64_t T : {1, 4, 70}) {
       Case c = make_case(sh.H_k, sh.H_v, sh.d, T, 41u + static_cast<uint32_t>(sh.d + T));
       const int64_t sf = static_cast<int64_t>(c.H_v) * c.d * c.d, ld = static_cast<int64_t>(c.H_v) * c.d;
-      for (CpuTier tier : available_tiers()) {
+      for (CpuTier tier : machine_tiers()) {
         SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << sh.d << ", T=" << T);
         std::vector<float> out_a(T * ld), out_b(T * ld, -3.0f), S_a = c.state0, snaps_a(T * sf), snaps_b(T * sf);
         delta_rule_recurrent(tier, input_of(c, out_a.data()), S_a.data(), snaps_a.data(), 0);
@@ -298,7 +288,7 @@ TEST(DeltaRule, HeadRangeTouchesOnlyItsHeads) {
     const int64_t sf = static_cast<int64_t>(c.H_v) * d * d, hf = static_cast<int64_t>(d) * d;
     const int64_t ld = static_cast<int64_t>(c.H_v) * d;
     const std::vector<int64_t> cuts = {20, 64};
-    for (CpuTier tier : available_tiers()) {
+    for (CpuTier tier : machine_tiers()) {
       SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << d);
       for (bool chunked : {false, true}) {
         const float sentinel = -12345.0f;
@@ -334,6 +324,24 @@ TEST(DeltaRule, HeadRangeTouchesOnlyItsHeads) {
   }
 }
 
+// Both kernels on every tier from c.state0: outputs and final states within 1e-5 relative of the
+// oracle's.
+void expect_both_match_oracle(Case& c) {
+  std::vector<double> S_ref, o_ref;
+  oracle(c, S_ref, o_ref, nullptr);
+  for (CpuTier tier : machine_tiers()) {
+    SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << c.d);
+    std::vector<float> out_r(c.T * c.H_v * c.d), out_c(out_r.size()), S_r = c.state0, S_c = c.state0;
+    ScratchBuffer scratch;
+    delta_rule_recurrent(tier, input_of(c, out_r.data()), S_r.data());
+    delta_rule_chunked(tier, input_of(c, out_c.data()), S_c.data(), scratch);
+    EXPECT_LE(rel_diff(out_r, o_ref), 1e-5);
+    EXPECT_LE(rel_diff(S_r, S_ref), 1e-5);
+    EXPECT_LE(rel_diff(out_c, o_ref), 1e-5);
+    EXPECT_LE(rel_diff(S_c, S_ref), 1e-5);
+  }
+}
+
 // Nearly parallel keys, strong writes and almost no decay: the worst conditioning
 // of I + A in the chunked algorithm (T's entries alternate and grow).
 TEST(DeltaRule, CorrelatedKeysMatchOracle) {
@@ -349,19 +357,7 @@ TEST(DeltaRule, CorrelatedKeysMatchOracle) {
     }
     for (auto& x : c.beta) x = ub(rng);
     for (auto& x : c.g) x = ug(rng);
-    std::vector<double> S_ref, o_ref;
-    oracle(c, S_ref, o_ref, nullptr);
-    for (CpuTier tier : available_tiers()) {
-      SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << d);
-      std::vector<float> out_r(c.T * c.H_v * d), out_c(out_r.size()), S_r = c.state0, S_c = c.state0;
-      ScratchBuffer scratch;
-      delta_rule_recurrent(tier, input_of(c, out_r.data()), S_r.data());
-      delta_rule_chunked(tier, input_of(c, out_c.data()), S_c.data(), scratch);
-      EXPECT_LE(rel_diff(out_r, o_ref), 1e-5);
-      EXPECT_LE(rel_diff(S_r, S_ref), 1e-5);
-      EXPECT_LE(rel_diff(out_c, o_ref), 1e-5);
-      EXPECT_LE(rel_diff(S_c, S_ref), 1e-5);
-    }
+    expect_both_match_oracle(c);
   }
 }
 
@@ -372,19 +368,7 @@ TEST(DeltaRule, StrongDecaysMatchOracle) {
     std::mt19937 rng(77);
     std::uniform_real_distribution<float> ug(-20.0f, 0.0f);
     for (auto& x : c.g) x = ug(rng);
-    std::vector<double> S_ref, o_ref;
-    oracle(c, S_ref, o_ref, nullptr);
-    for (CpuTier tier : available_tiers()) {
-      SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << d);
-      std::vector<float> out_r(c.T * c.H_v * d), out_c(out_r.size()), S_r = c.state0, S_c = c.state0;
-      ScratchBuffer scratch;
-      delta_rule_recurrent(tier, input_of(c, out_r.data()), S_r.data());
-      delta_rule_chunked(tier, input_of(c, out_c.data()), S_c.data(), scratch);
-      EXPECT_LE(rel_diff(out_r, o_ref), 1e-5);
-      EXPECT_LE(rel_diff(S_r, S_ref), 1e-5);
-      EXPECT_LE(rel_diff(out_c, o_ref), 1e-5);
-      EXPECT_LE(rel_diff(S_c, S_ref), 1e-5);
-    }
+    expect_both_match_oracle(c);
   }
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gguf/quants.h"
+#include "kernels/kernel_test_support.h"
 #include "kernels/matmul/weight_pack.h"
 #include "runtime/cpu_features.h"
 
@@ -23,13 +24,6 @@ struct Case {
   GgmlType type;
   int64_t cols;
 };
-
-std::vector<CpuTier> available_tiers() {
-  std::vector<CpuTier> tiers;
-  for (CpuTier t : kBuildTiers)
-    if (clamp_to_machine(t) == t) tiers.push_back(t);
-  return tiers;
-}
 
 // rows x cols random weights (normal, times `scale`) quantized to `type`, and the same matrix
 // with its packed copy when the type has one (matmul then runs the 16-row groups: for Q4_0 /
@@ -85,7 +79,7 @@ TEST_P(MatmulTest, EveryTierMatchesScalarReference) {
       matmul_ref(W, x.data(), c.cols, T, ref.data(), rows);
       double max_ref = 0;
       for (float v : ref) max_ref = std::max(max_ref, std::fabs(double(v)));
-      for (CpuTier tier : available_tiers()) {
+      for (CpuTier tier : machine_tiers()) {
         for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool})
           for (const WeightMatrix* w : {&W, &Wp}) {
             if (w == &Wp && !can_pack) continue;
@@ -131,7 +125,7 @@ TEST_P(MatmulTest, ExactActivationsMultiplyTheDequantizedWeights) {
           ref[t * rows + r] = s;
           scale = std::max(scale, a);
         }
-      for (CpuTier tier : available_tiers()) {
+      for (CpuTier tier : machine_tiers()) {
         for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool})
           for (const WeightMatrix* w : {&rw.W, &rw.Wp}) {
             if (w == &rw.Wp && !rw.can_pack) continue;
@@ -168,7 +162,7 @@ TEST_P(MatmulTest, EachColumnEqualsItsSingleColumnProductBitForBit) {
   const WeightMatrix &W = rw.W, &Wp = rw.Wp;
   const bool can_pack = rw.can_pack;
   ThreadPool pool(2);
-  for (CpuTier tier : available_tiers()) {
+  for (CpuTier tier : machine_tiers()) {
     for (const WeightMatrix* w : {&W, &Wp}) {
       if (w == &Wp && !can_pack) continue;
       // Packed Q4_0/Q8_0 run 1..4 tokens on the vector units and 5 and more on the tiles, packed
@@ -292,7 +286,7 @@ TEST_P(MatmulTest, MultiEqualsSeparateProductsBitForBit) {
   for (int64_t rows : heights) ws.push_back(std::make_unique<RandomWeights>(c.type, c.cols, rows, rng, 1.0f));
   RandomWeights other(c.type == GgmlType::F32 ? GgmlType::F16 : GgmlType::F32, c.cols, 24, rng, 1.0f);
   ThreadPool pool(2);
-  for (CpuTier tier : available_tiers()) {
+  for (CpuTier tier : machine_tiers()) {
     for (bool packed : {false, true}) {
       if (packed && !ws[0]->can_pack) continue;
       for (bool mixed : {false, true})

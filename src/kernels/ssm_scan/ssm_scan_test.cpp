@@ -16,17 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "kernels/kernel_test_support.h"
 #include "runtime/cpu_features.h"
 
 namespace tandem::kernels {
 namespace {
-
-std::vector<CpuTier> tiers() {
-  std::vector<CpuTier> v;
-  for (CpuTier t : kBuildTiers)  // the tiers this build has, on this machine
-    if (clamp_to_machine(t) == t) v.push_back(t);
-  return v;
-}
 
 struct Shape {
   int H, P, ds, ng;
@@ -119,17 +113,6 @@ void oracle(const Case& c, std::vector<double>& S, std::vector<double>& y) {
     }
 }
 
-// max |a - b| / max |b|
-template <typename A, typename B>
-double rel_diff(const A& a, const B& b) {
-  double mx = 0, ref = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    mx = std::max(mx, std::fabs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
-    ref = std::max(ref, std::fabs(static_cast<double>(b[i])));
-  }
-  return mx / std::max(ref, 1e-30);
-}
-
 bool all_finite(const std::vector<float>& v) {
   return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
 }
@@ -154,7 +137,7 @@ TEST(SsmScan, EveryTierMatchesScalarReference) {
       const Case c = make_case(s, T, seed++);
       std::vector<float> yref(c.y_floats()), Sref = c.state0;
       ssm_scan_ref(c.input(yref.data()), Sref.data());
-      for (CpuTier tier : tiers()) {
+      for (CpuTier tier : machine_tiers()) {
         std::vector<float> y(c.y_floats()), S = c.state0;
         ssm_scan(tier, c.input(y.data()), S.data());
         ASSERT_EQ(0, std::memcmp(S.data(), Sref.data(), S.size() * sizeof(float))) << name(s, T) << " "
@@ -173,7 +156,7 @@ TEST(SsmScan, PerTokenMatchesFloat64Oracle) {
       const Case c = make_case(s, T, seed++);
       std::vector<double> So, yo;
       oracle(c, So, yo);
-      for (CpuTier tier : tiers()) {
+      for (CpuTier tier : machine_tiers()) {
         std::vector<float> y(c.y_floats()), S = c.state0;
         ssm_scan(tier, c.input(y.data()), S.data());
         worst = std::max({worst, rel_diff(y, yo), rel_diff(S, So)});
@@ -202,7 +185,7 @@ TEST(SsmScan, ChunkedMatchesPerTokenScan) {
       std::vector<float> ypt(c.y_floats()), Spt = c.state0;
       ssm_scan_ref(c.input(ypt.data()), Spt.data());
       for (int chunk : {64, 32, 16, 50})
-        for (CpuTier tier : tiers()) {
+        for (CpuTier tier : machine_tiers()) {
           std::vector<float> y(c.y_floats()), S = c.state0;
           ssm_scan_chunked(tier, c.input(y.data()), S.data(), chunk);
           const double ey = rel_diff(y, yo), eS = rel_diff(S, So);
@@ -223,7 +206,7 @@ TEST(SsmScan, StateCarriedAcrossCalls) {
   const int64_t T = 150;
   const Case c = make_case(s, T, 300);
   const int64_t HP = static_cast<int64_t>(s.H) * s.P;
-  for (CpuTier tier : tiers()) {
+  for (CpuTier tier : machine_tiers()) {
     std::vector<float> yw(c.y_floats()), Sw = c.state0;
     ssm_scan(tier, c.input(yw.data()), Sw.data());
     std::vector<float> ycw(c.y_floats()), Scw = c.state0;
@@ -258,7 +241,7 @@ TEST(SsmScan, StateCarriedAcrossCalls) {
 TEST(SsmScan, HeadRangesSplitTheWork) {
   const Shape s{6, 20, 64, 2};
   const Case c = make_case(s, 70, 400);
-  for (CpuTier tier : tiers())
+  for (CpuTier tier : machine_tiers())
     for (bool chunked : {false, true}) {
       std::vector<float> yw(c.y_floats()), Sw = c.state0;
       if (chunked)
@@ -289,7 +272,7 @@ TEST(SsmScan, SoftplusPassthroughAboveTwenty) {
   for (int64_t t = 0; t < c.T; t += 5) c.dt[t * c.lddt + (t / 5) % s.H] = t % 2 ? 100.0f : 21.0f;
   std::vector<double> So, yo;
   oracle(c, So, yo);
-  for (CpuTier tier : tiers()) {
+  for (CpuTier tier : machine_tiers()) {
     std::vector<float> y(c.y_floats()), S = c.state0;
     ssm_scan(tier, c.input(y.data()), S.data());
     ASSERT_TRUE(all_finite(y) && all_finite(S)) << cpu_tier_name(tier);
@@ -332,7 +315,7 @@ TEST(SsmScan, GatedGroupRmsNormMatchesFormula) {
             ASSERT_NEAR(ref[t * ld + g * G + j], e, 1e-5 * (1 + std::fabs(e))) << ng << " " << d;
           }
         }
-      for (CpuTier tier : tiers()) {
+      for (CpuTier tier : machine_tiers()) {
         std::vector<float> out = y;  // in place: out aliases y
         gated_group_rms_norm(tier, out.data(), ld, z.data(), ld, T, d, ng, w.data(), eps, out.data(), ld);
         for (int64_t t = 0; t < T; ++t)

@@ -31,8 +31,10 @@ namespace tandem {
 namespace {
 
 namespace fs = std::filesystem;
+using golden::Compare;
 using golden::read_f32;
 using golden::read_tokens;
+using golden::run;
 
 const fs::path kGolden = fs::path(TANDEM_SHARED_DIR) / "golden";
 constexpr int64_t kVocab = 1027;
@@ -67,48 +69,8 @@ std::map<std::string, RefRow> read_readme_refs() {
   return rows;
 }
 
-struct Compare {
-  double max_diff = 0;
-  int argmax_checked = 0, argmax_agree = 0;
-};
-
 Compare compare(const std::vector<float>& ours, const std::vector<float>& ref, double margin_floor) {
-  Compare c;
-  const int64_t rows = static_cast<int64_t>(ref.size()) / kVocab;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* a = ours.data() + r * kVocab;
-    const float* b = ref.data() + r * kVocab;
-    int64_t best_a = 0, best_b = 0, second_b = -1;
-    for (int64_t v = 0; v < kVocab; ++v) {
-      c.max_diff = std::max(c.max_diff, std::fabs(double(a[v]) - b[v]));
-      if (a[v] > a[best_a]) best_a = v;
-      if (b[v] > b[best_b]) { second_b = best_b; best_b = v; }
-      else if (v != best_b && (second_b < 0 || b[v] > b[second_b])) second_b = v;
-    }
-    if (second_b >= 0 && b[best_b] - b[second_b] > margin_floor) {
-      ++c.argmax_checked;
-      c.argmax_agree += best_a == best_b ? 1 : 0;
-    }
-  }
-  return c;
-}
-
-std::vector<float> run(Qwen35Model& m, const std::vector<int32_t>& toks, bool split) {
-  auto seq = m.new_sequence(static_cast<int64_t>(toks.size()));
-  ForwardOptions opt;
-  opt.logits = LogitsMode::All;
-  ForwardOutput out;
-  std::vector<float> all;
-  const int64_t n = static_cast<int64_t>(toks.size());
-  // llama.cpp's split mode: the first n/2 tokens in one call, then one token per call.
-  int64_t s = 0;
-  while (s < n) {
-    const int64_t e = !split ? n : (s == 0 && n / 2 > 0 ? n / 2 : s + 1);
-    m.forward(*seq, std::span<const int32_t>(toks.data() + s, e - s), opt, out);
-    all.insert(all.end(), out.logits.begin(), out.logits.end());
-    s = e;
-  }
-  return all;
+  return golden::compare(ours, ref, kVocab, margin_floor);
 }
 
 const char* kSeqs[] = {"s1", "s2", "s3", "s4", "s5"};

@@ -234,28 +234,31 @@ TEST(Qwen35Generator, TinyAllTypes) {
     EXPECT_EQ(f->require_string("general.name"), "tandem-qwen35-tiny");
     EXPECT_EQ(f->require_uint("general.file_type"), p.ftype.llama_ftype);
     EXPECT_EQ(f->get_uint("general.quantization_version").has_value(), p.ftype.quantized);
-    EXPECT_EQ(f->require_uint("qwen35.block_count"), 5u);
-    EXPECT_EQ(f->require_uint("qwen35.nextn_predict_layers"), 1u);
-    EXPECT_EQ(f->require_uint("qwen35.context_length"), 4096u);
-    EXPECT_EQ(f->require_uint("qwen35.embedding_length"), 256u);
-    EXPECT_EQ(f->require_uint("qwen35.feed_forward_length"), 384u);
-    EXPECT_EQ(f->require_uint("qwen35.attention.head_count"), 4u);
-    EXPECT_EQ(f->require_uint("qwen35.attention.head_count_kv"), 2u);
-    EXPECT_EQ(f->require_uint("qwen35.attention.key_length"), 64u);
-    EXPECT_EQ(f->require_uint("qwen35.attention.value_length"), 64u);
+    // The architecture's integer keys, tiny's values.
+    const std::pair<const char*, uint64_t> kTinyKeys[] = {
+        {"qwen35.block_count", 5},
+        {"qwen35.nextn_predict_layers", 1},
+        {"qwen35.context_length", 4096},
+        {"qwen35.embedding_length", 256},
+        {"qwen35.feed_forward_length", 384},
+        {"qwen35.attention.head_count", 4},
+        {"qwen35.attention.head_count_kv", 2},
+        {"qwen35.attention.key_length", 64},
+        {"qwen35.attention.value_length", 64},
+        {"qwen35.rope.dimension_count", 16},
+        {"qwen35.ssm.conv_kernel", 4},
+        {"qwen35.ssm.state_size", 32},
+        {"qwen35.ssm.group_count", 2},
+        {"qwen35.ssm.time_step_rank", 4},
+        {"qwen35.ssm.inner_size", 128},
+        {"qwen35.full_attention_interval", 4}};
+    for (const auto& [key, value] : kTinyKeys) EXPECT_EQ(f->require_uint(key), value) << key;
     EXPECT_FLOAT_EQ(static_cast<float>(f->require_float("qwen35.attention.layer_norm_rms_epsilon")), 1e-6f);
     EXPECT_FLOAT_EQ(static_cast<float>(f->require_float("qwen35.rope.freq_base")), 1e7f);
-    EXPECT_EQ(f->require_uint("qwen35.rope.dimension_count"), 16u);
     const GgufValue* sec = f->find("qwen35.rope.dimension_sections");
     ASSERT_NE(sec, nullptr);
     EXPECT_EQ(sec->array_type, GgufValueType::INT32);
     EXPECT_EQ(sec->ints, (std::vector<int64_t>{3, 3, 2, 0}));
-    EXPECT_EQ(f->require_uint("qwen35.ssm.conv_kernel"), 4u);
-    EXPECT_EQ(f->require_uint("qwen35.ssm.state_size"), 32u);
-    EXPECT_EQ(f->require_uint("qwen35.ssm.group_count"), 2u);
-    EXPECT_EQ(f->require_uint("qwen35.ssm.time_step_rank"), 4u);
-    EXPECT_EQ(f->require_uint("qwen35.ssm.inner_size"), 128u);
-    EXPECT_EQ(f->require_uint("qwen35.full_attention_interval"), 4u);
     EXPECT_EQ(f->require_string("tokenizer.ggml.model"), "gpt2");
     EXPECT_EQ(f->require_string("tokenizer.ggml.pre"), "qwen2");
     const GgufValue* toks = f->find("tokenizer.ggml.tokens");

@@ -15,6 +15,7 @@
 
 #include <unistd.h>
 
+#include "model/golden_files.h"
 #include "model/qwen35/qwen35_model.h"
 #include "model/test_models.h"
 #include "model/test_paths.h"
@@ -63,6 +64,19 @@ std::vector<float> reference_output(const std::string& model_path, const std::ve
   return ref;
 }
 
+// max|ours - ref| and max|ref|, over ref's elements.
+struct MaxAbs {
+  double diff = 0, ref = 0;
+};
+MaxAbs max_abs(const std::vector<float>& ours, const std::vector<float>& ref) {
+  MaxAbs m;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    m.diff = std::max(m.diff, std::fabs(double(ours[i]) - ref[i]));
+    m.ref = std::max(m.ref, std::fabs(double(ref[i])));
+  }
+  return m;
+}
+
 TEST(ReferenceLogits, TinyF32MatchesFloat64Reference) {
   if (!have_numpy()) GTEST_SKIP() << TANDEM_PYTHON << " with numpy not found: reference comparison NOT run";
   const std::string model_path = ensure_tiny_model("F32");
@@ -73,16 +87,7 @@ TEST(ReferenceLogits, TinyF32MatchesFloat64Reference) {
     const auto ref = reference_output(model_path, toks, "ref_logits_" + std::to_string(n), "--out");
     ASSERT_EQ(static_cast<int64_t>(ref.size()), n * model->hparams().n_vocab);
 
-    auto seq = model->new_sequence(n);
-    ForwardOptions opt;
-    opt.logits = LogitsMode::All;
-    ForwardOutput out;
-    model->forward(*seq, toks, opt, out);
-    double max_diff = 0, max_ref = 0;
-    for (size_t i = 0; i < ref.size(); ++i) {
-      max_diff = std::max(max_diff, std::fabs(double(out.logits[i]) - ref[i]));
-      max_ref = std::max(max_ref, std::fabs(double(ref[i])));
-    }
+    const auto [max_diff, max_ref] = max_abs(golden::run(*model, toks, /*split=*/false), ref);
     std::printf("  tiny F32, %lld tokens: max|d| %.3e, max|ref| %.3f\n", static_cast<long long>(n), max_diff, max_ref);
     EXPECT_LE(max_diff, 1e-4 * max_ref) << n << " tokens";
   }
@@ -102,21 +107,10 @@ TEST(ReferenceLogits, TinyQ4KMExactActivationsMatchFloat64Reference) {
   const auto toks = random_tokens(n, model->hparams().n_vocab, rng);
   const auto ref = reference_output(model_path, toks, "exact_q4km_logits", "--out");
   ASSERT_EQ(static_cast<int64_t>(ref.size()), n * model->hparams().n_vocab);
-  auto seq = model->new_sequence(n);
-  ForwardOptions opt;
-  opt.logits = LogitsMode::All;
-  ForwardOutput out;
-  model->forward(*seq, toks, opt, out);
-  double max_diff = 0, max_ref = 0, max_conv = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    max_diff = std::max(max_diff, std::fabs(double(out.logits[i]) - ref[i]));
-    max_ref = std::max(max_ref, std::fabs(double(ref[i])));
-  }
+  const auto [max_diff, max_ref] = max_abs(golden::run(*model, toks, /*split=*/false), ref);
   // The default (converted activations) is measurably further from this reference.
   model->set_activation_mode(kernels::ActivationMode::Converted);
-  auto seq2 = model->new_sequence(n);
-  model->forward(*seq2, toks, opt, out);
-  for (size_t i = 0; i < ref.size(); ++i) max_conv = std::max(max_conv, std::fabs(double(out.logits[i]) - ref[i]));
+  const double max_conv = max_abs(golden::run(*model, toks, /*split=*/false), ref).diff;
   std::printf("  tiny Q4_K_M, %lld tokens: exact activations max|d| %.3e, converted %.3e, max|ref| %.3f\n",
               static_cast<long long>(n), max_diff, max_conv, max_ref);
   EXPECT_LE(max_diff, 1e-4 * max_ref);
@@ -153,11 +147,7 @@ TEST(ReferenceLogits, TinyF32MtpHeadMatchesFloat64Reference) {
   std::vector<float> ours = a.logits;
   ours.insert(ours.end(), b.logits.begin(), b.logits.end());
   ASSERT_EQ(ours.size(), ref.size());
-  double max_diff = 0, max_ref = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    max_diff = std::max(max_diff, std::fabs(double(ours[i]) - ref[i]));
-    max_ref = std::max(max_ref, std::fabs(double(ref[i])));
-  }
+  const auto [max_diff, max_ref] = max_abs(ours, ref);
   std::printf("  tiny F32 MTP head, %lld rows: max|d| %.3e, max|ref| %.3f\n", static_cast<long long>(n), max_diff,
               max_ref);
   EXPECT_LE(max_diff, 1e-4 * max_ref);

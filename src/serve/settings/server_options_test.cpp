@@ -7,20 +7,38 @@
 namespace tandem::serve {
 namespace {
 
+// The engine settings that both the defaults and the flags set.
+struct EngineExpect {
+  int n_parallel;
+  int64_t n_ctx;
+  int ctx_checkpoints;
+  size_t cache_ram_mib;
+  PolicyKind policy;
+  int64_t min_gap;
+  bool consolidate;
+  int64_t n_batch, n_ubatch;
+};
+
+void expect_engine(const EngineConfig& e, const EngineExpect& x) {
+  EXPECT_EQ(e.n_parallel, x.n_parallel);
+  EXPECT_EQ(e.n_ctx, x.n_ctx);
+  EXPECT_EQ(e.slot.ctx_checkpoints, x.ctx_checkpoints);
+  EXPECT_EQ(e.cache_ram_mib, x.cache_ram_mib);
+  EXPECT_EQ(e.policy.kind, x.policy);
+  EXPECT_EQ(e.policy.divergence.min_gap, x.min_gap);
+  EXPECT_EQ(e.slot.batch.consolidate, x.consolidate);
+  EXPECT_EQ(e.slot.batch.n_batch, x.n_batch);
+  EXPECT_EQ(e.slot.batch.n_ubatch, x.n_ubatch);
+}
+
 TEST(ServerOptions, DefaultsAreTheDocumentedOnes) {
   const ServerOptions o = parse_server_args({"-m", "m.gguf"});
   EXPECT_EQ(o.model_path, "m.gguf");
   EXPECT_EQ(o.host, "127.0.0.1");
   EXPECT_EQ(o.port, 8080);
-  EXPECT_EQ(o.engine.n_parallel, 1);
-  EXPECT_EQ(o.engine.n_ctx, 4096);
-  EXPECT_EQ(o.engine.slot.ctx_checkpoints, 8);
-  EXPECT_EQ(o.engine.cache_ram_mib, 512u);
-  EXPECT_EQ(o.engine.policy.kind, serve::PolicyKind::Divergence);
-  EXPECT_EQ(o.engine.policy.divergence.min_gap, 8);
-  EXPECT_TRUE(o.engine.slot.batch.consolidate);
-  EXPECT_EQ(o.engine.slot.batch.n_batch, 2048);
-  EXPECT_EQ(o.engine.slot.batch.n_ubatch, 512);
+  expect_engine(o.engine, {.n_parallel = 1, .n_ctx = 4096, .ctx_checkpoints = 8, .cache_ram_mib = 512,
+                           .policy = PolicyKind::Divergence, .min_gap = 8,
+                           .consolidate = true, .n_batch = 2048, .n_ubatch = 512});
   EXPECT_EQ(o.idle_release_ms, 3000);
 }
 
@@ -33,17 +51,11 @@ TEST(ServerOptions, EveryFlag) {
   EXPECT_EQ(o.host, "0.0.0.0");
   EXPECT_EQ(o.port, 0);
   EXPECT_EQ(o.api_key, "k");
-  EXPECT_EQ(o.engine.n_ctx, 2048);
-  EXPECT_EQ(o.engine.n_parallel, 4);
+  expect_engine(o.engine, {.n_parallel = 4, .n_ctx = 2048, .ctx_checkpoints = 16, .cache_ram_mib = 0,
+                           .policy = PolicyKind::Marconi, .min_gap = 64,
+                           .consolidate = false, .n_batch = 1024, .n_ubatch = 256});
   EXPECT_EQ(o.engine.queue_max, 3);
   EXPECT_EQ(o.engine.timeout_ms, 500);
-  EXPECT_EQ(o.engine.slot.ctx_checkpoints, 16);
-  EXPECT_EQ(o.engine.cache_ram_mib, 0u);
-  EXPECT_EQ(o.engine.policy.kind, serve::PolicyKind::Marconi);
-  EXPECT_EQ(o.engine.policy.divergence.min_gap, 64);
-  EXPECT_FALSE(o.engine.slot.batch.consolidate);
-  EXPECT_EQ(o.engine.slot.batch.n_batch, 1024);
-  EXPECT_EQ(o.engine.slot.batch.n_ubatch, 256);
   EXPECT_EQ(o.threads, 2);
   EXPECT_EQ(o.idle_release_ms, 0);
   EXPECT_EQ(o.log_requests, "log.jsonl");

@@ -87,7 +87,7 @@ ci_tests() {
 # One line per test command: what ran, from ctest's and GoogleTest's own summary lines and the
 # fuzzers' verdicts, and the sum.
 ci_test_counts() {
-  local f label run=0 failed=0
+  local f label run=0 failed=0 empty=0
   echo
   echo "== tests run (from each command's own summary lines)"
   for f in "$ci_log_dir"/*.log; do
@@ -101,11 +101,13 @@ ci_test_counts() {
       /: no crash in / { r += 1 }
       END { printf "%d %d\n", r, f }' "$f")"
     printf '%-22s %6d run %4d failed\n' "$label" "$r" "$x"
+    [ "$r" -gt 0 ] || { echo "FAILED: $label ran no test"; empty=1; }
     run=$((run + r))
     failed=$((failed + x))
   done
   printf '%-22s %6d run %4d failed\n' total "$run" "$failed"
   [ "$run" -gt 0 ] || { echo "FAILED: no test ran"; return 1; }
+  [ "$empty" = 0 ] || return 1  # a command that ran nothing (e.g. a ctest label no test carries)
   # The sum in ctest's own words, for tools that read a run's last lines.
   echo "$(( (run - failed) * 100 / run ))% tests passed, $failed tests failed out of $run"
 }

@@ -392,12 +392,14 @@ TEST(HttpHostile, PromptsFarTooLongForTheContextAreRefusedFromTheirSize) {
   TestServer s(small_engine(1, 8, 256));
   auto c = s.client();
   const std::string big(4u << 20, 'a');
-  const auto t0 = Clock::now();
-  expect_4xx(*c, "/completion", to_text(Json{{"prompt", big}, {"n_predict", 1}}), 400, "more than a slot's context of 256 tokens");
+  // "N bytes: at least K tokens" is the size check's message (serve/request/prompt_assembly.cpp):
+  // the refusal came before tokenizing. (No wall-clock bound: under the sanitizers on a busy
+  // machine parsing 4 MiB of JSON alone takes seconds.)
+  expect_4xx(*c, "/completion", to_text(Json{{"prompt", big}, {"n_predict", 1}}), 400,
+             "bytes: at least");
   expect_4xx(*c, "/v1/chat/completions",
              to_text(Json{{"messages", Json::array({Json{{"role", "user"}, {"content", big}}})}, {"max_tokens", 1}}), 400,
-             "more than a slot's context");
-  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5));
+             "bytes: at least");
 }
 
 TEST(HttpHostile, ServeBytesAnswersEveryRequestWithoutASocket) {

@@ -18,7 +18,7 @@ namespace {
 
 void usage(FILE* f) {
   std::fprintf(f,
-      "usage: tandem-gen-model --preset tiny|0.8b|2b|4b -o OUT.gguf [options]\n"
+      "usage: tandem-gen-model --preset tiny|0.8b|2b|4b|policy -o OUT.gguf [options]\n"
       "       tandem-gen-model --preset lfm2-tiny|lfm2-350m|lfm2-1.2b|lfm2-2.6b|granite-tiny|granite-h-micro -o OUT.gguf\n"
       "                        [--type T] [--seed N] [--untied] [--vocab N] [--threads N]\n"
       "       tandem-gen-model --mmproj --preset tiny|0.8b|2b|4b|9b -o MMPROJ.gguf [--type T] [--seed N]\n"
@@ -29,7 +29,8 @@ void usage(FILE* f) {
       "Q6_K for its matrices).\n"
       "\n"
       "options:\n"
-      "  --preset NAME          model shape: tiny (fast tests), 0.8b, 2b, 4b (real shapes); the other\n"
+      "  --preset NAME          model shape: tiny (fast tests), 0.8b, 2b, 4b (real shapes), policy (the\n"
+      "                         trained agent policy's e256-l4 shape: tools/train/shapes.py); the other\n"
       "                         hybrids (spec hybrids.md): lfm2-tiny, granite-tiny (tests), lfm2-350m,\n"
       "                         lfm2-1.2b, lfm2-2.6b, granite-h-micro (real shapes, dense FFN)\n"
       "  -o, --output FILE      output path (required)\n"
@@ -149,7 +150,7 @@ int main(int argc, char** argv) {
       die("unknown argument '" + a + "'");
     }
   }
-  if (preset.empty()) die("--preset is required (tiny, 0.8b, 2b, 4b; lfm2-tiny, lfm2-350m, lfm2-1.2b, lfm2-2.6b, granite-tiny, granite-h-micro)");
+  if (preset.empty()) die("--preset is required (tiny, 0.8b, 2b, 4b, policy; lfm2-tiny, lfm2-350m, lfm2-1.2b, lfm2-2.6b, granite-tiny, granite-h-micro)");
   if (out.empty()) die("-o OUT.gguf is required");
   if (mmproj) {
     try {

@@ -2,9 +2,49 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace tandem::text {
+
+int64_t argmax_first(std::span<const float> v) {
+  const size_t n = v.size();
+  if (n == 0) return 0;
+  const float* x = v.data();
+  // std::max_element keeps index 0 while nothing compares greater than v[0]: with v[0] NaN, nothing does.
+  if (std::isnan(x[0])) return 0;
+  // The largest non-NaN value, in 16 independent running maxima (GCC / Clang vectors, 4 wide on
+  // every target): every lane starts from x[0] and `a > m ? a : m` never takes a NaN, so the lanes
+  // hold the largest value in any order, up to the sign of a zero, which == below does not see.
+  typedef float F4 __attribute__((vector_size(16)));
+  typedef int32_t I4 __attribute__((vector_size(16)));
+  const auto load = [&](size_t i) {
+    F4 a;
+    std::memcpy(&a, x + i, sizeof a);
+    return a;
+  };
+  const F4 first = {x[0], x[0], x[0], x[0]};
+  F4 lane[4] = {first, first, first, first};
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 4; ++j) {
+      const F4 a = load(i + 4 * j);
+      lane[j] = a > lane[j] ? a : lane[j];
+    }
+  float m = x[0];
+  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  for (const F4& l : lane)
+    for (int k = 0; k < 4; ++k) m = l[k] > m ? l[k] : m;
+  // Its first position: blocks of 16 without it are passed with one test each.
+  const F4 mv = {m, m, m, m};
+  for (i = 0; i + 16 <= n; i += 16) {
+    const I4 hit = (load(i) == mv) | (load(i + 4) == mv) | (load(i + 8) == mv) | (load(i + 12) == mv);
+    if ((hit[0] | hit[1] | hit[2] | hit[3]) != 0) break;
+  }
+  for (; i < n; ++i)
+    if (x[i] == m) return static_cast<int64_t>(i);
+  return 0;  // not reached: m is one of the values
+}
 
 Sampler::Sampler(SamplerParams p) : p_(p), rng_state_(p.seed) {
   history_.resize(static_cast<size_t>(std::max(0, p_.penalty_last_n)));
@@ -38,6 +78,11 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const uint64_t>
   const size_t n_vocab = logits.size();
   if (n_vocab == 0) return -1;
   const size_t n = n_vocab;
+  const bool penalize = history_len_ > 0 &&
+                        (p_.repeat_penalty != 1.0f || p_.presence_penalty != 0.0f || p_.frequency_penalty != 0.0f);
+  // Greedy on the row as it is (no penalty, no mask): the candidates' min_element below picks the
+  // largest logit, ties to the lowest id: argmax_first, without copying the row.
+  if (p_.temperature <= 0.0f && !penalize && allowed.empty()) return static_cast<int32_t>(argmax_first(logits));
   if (cands_.size() != n) {  // allocates only the first time for this vocabulary size
     cands_.resize(n);
     probs_.reserve(n);
@@ -45,8 +90,6 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const uint64_t>
   for (size_t i = 0; i < n; ++i) cands_[i] = Cand{logits[i], static_cast<int32_t>(i)};
 
   // Penalties: count each token in the window once via a sorted copy (no per-token allocation).
-  const bool penalize = history_len_ > 0 &&
-                        (p_.repeat_penalty != 1.0f || p_.presence_penalty != 0.0f || p_.frequency_penalty != 0.0f);
   if (penalize) {
     recent_.assign(history_.begin(), history_.begin() + static_cast<std::ptrdiff_t>(history_len_));
     std::sort(recent_.begin(), recent_.end());

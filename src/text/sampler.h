@@ -15,6 +15,12 @@
 
 namespace tandem::text {
 
+// The index std::max_element gives over v: the first position of the largest value, ties to the
+// lowest index; NaNs never win (a NaN at index 0 is returned, as std::max_element does); 0 for an
+// empty v. A greedy pick over a whole vocabulary row without copying it: a max in independent
+// lanes, then the first position equal to it.
+int64_t argmax_first(std::span<const float> v);
+
 struct SamplerParams {
   float temperature = 0.8f;  // <= 0: greedy
   int32_t top_k = 40;        // <= 0: off

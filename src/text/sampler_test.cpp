@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <limits>
+#include <random>
+#include <vector>
 
 namespace tandem::text {
 namespace {
@@ -28,6 +33,38 @@ TEST(Sampler, GreedyIsArgmax) {
   Sampler s(SamplerParams{.temperature = 0});
   std::vector<float> l = {0.1f, 3.0f, -1.0f, 3.0f};
   EXPECT_EQ(s.sample(l), 1);  // ties: lowest id
+}
+
+// argmax_first is std::max_element's index (first of the largest, NaNs never win, a NaN at 0
+// does), across lengths around its lane and block sizes, ties, signed zeros, infinities and NaNs;
+// the greedy sampler's row path (no copy) picks what its candidate path does (an all-allowed mask
+// takes that one).
+TEST(Sampler, ArgmaxFirstIsMaxElementAndGreedyPathsAgree) {
+  std::mt19937 rng(3);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const float pool[] = {-1.5f, 0.0f, -0.0f, 2.0f, 2.0f, 7.25f, -inf, inf, nan, 3.0f};
+  Sampler greedy(SamplerParams{.temperature = 0});
+  for (size_t n : {0, 1, 2, 15, 16, 17, 63, 64, 65, 127, 129, 1000, 4099, 151669}) {
+    for (int trial = 0; trial < 40; ++trial) {
+      std::vector<float> v(n);
+      const int mode = trial % 4;  // 0: wide values, 1: few values (ties), 2: with NaNs/infs, 3: all equal
+      std::uniform_real_distribution<float> u(-30.0f, 30.0f);
+      for (float& x : v) {
+        if (mode == 0) x = u(rng);
+        else if (mode == 1) x = static_cast<float>(rng() % 5);
+        else if (mode == 2) x = pool[rng() % std::size(pool)];
+        else x = 1.0f;
+      }
+      if (n > 0 && trial % 7 == 3) v[0] = nan;
+      if (n > 2 && trial % 5 == 1) v[n - 1] = 1e30f;
+      const int64_t want = n ? std::max_element(v.begin(), v.end()) - v.begin() : 0;
+      ASSERT_EQ(argmax_first(v), want) << "n " << n << " trial " << trial;
+      if (n == 0) continue;
+      const std::vector<uint64_t> all((n + 63) / 64, ~uint64_t{0});
+      ASSERT_EQ(greedy.sample(v), greedy.sample(v, all)) << "n " << n << " trial " << trial;
+      ASSERT_EQ(greedy.sample(v), static_cast<int32_t>(want));
+    }
+  }
 }
 
 TEST(Sampler, SameSeedSameTokens) {

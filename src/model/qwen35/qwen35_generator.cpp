@@ -181,14 +181,22 @@ Qwen35Shape Qwen35Shape::preset_shape(std::string_view name) {
     } else {
       s.n_embd = 2560; s.n_layer = 32; s.n_ff = 9216; s.n_head = 16; s.n_head_kv = 4; s.ssm_dt_rank = 32;
     }
+  } else if (name == "policy") {
+    // The trained agent policy's shape (tools/train/shapes.py "e256-l4"): the real structure at
+    // n_embd 256, 3 GDN layers + 1 attention layer, the tied head over the whole Qwen3 vocabulary
+    // (with --type Q4_0 --output-type Q6_K: the shipped file's types). A stand-in for its costs.
+    s.n_vocab = 151669;
+    s.context_length = 4096;
+    s.head_dim = 256; s.n_rot = 64; s.ssm_d_state = 128; s.ssm_n_group = 2;
+    s.n_embd = 256; s.n_layer = 4; s.n_ff = 768; s.n_head = 2; s.n_head_kv = 1; s.ssm_dt_rank = 2;
   } else {
-    throw std::invalid_argument("unknown preset '" + std::string(name) + "' (expected tiny, 0.8b, 2b or 4b)");
+    throw std::invalid_argument("unknown preset '" + std::string(name) + "' (expected tiny, 0.8b, 2b, 4b or policy)");
   }
   s.rope_sections = scaled_rope_sections(s.n_rot);
   return s;
 }
 
-std::vector<std::string> Qwen35Shape::preset_names() { return {"tiny", "0.8b", "2b", "4b"}; }
+std::vector<std::string> Qwen35Shape::preset_names() { return {"tiny", "0.8b", "2b", "4b", "policy"}; }
 
 // ---------------------------------------------------------------------------------------
 // File types (llama_ftype ids from llama.h).

@@ -206,6 +206,18 @@ void Qwen35Model::mtp_forward(MtpState& st, std::span<const int32_t> tokens, con
 
   // One full-attention block with its own KV cache, then the FFN.
   residual_norm(nullptr, M.block.attn_norm, sized(ws.cur, T * n_embd), T);
+  out.logit_positions.clear();
+  resize_states(out.cut_states, 0, out.spare_states, 0);
+  resize_states(out.rollback_states, 0, out.spare_states, 0);
+  if (logits == LogitsMode::None) {
+    // Rows that only catch the head up with the trunk: nothing reads their outputs, only their
+    // cache rows (the block's single attention layer is the only one later rows look back at).
+    attention_kv_only(M.block, st.k.data(), st.v.data(), pos0, T, rope_rows(nullptr, pos0, T));
+    st.n_past += T;
+    out.hidden.clear();
+    out.logits.clear();
+    return;
+  }
   attention_layer(M.block, st.k.data(), st.v.data(), pos0, T, rope_rows(nullptr, pos0, T));
   ffn(M.block, T);  // x += the attention output; the FFN's output into ws.m
   st.n_past += T;
@@ -214,13 +226,6 @@ void Qwen35Model::mtp_forward(MtpState& st, std::span<const int32_t> tokens, con
   float* hn = sized(ws.cur, T * n_embd);
   residual_norm(ws.m.data(), norm, hn, T);  // x += the FFN's output
   out.hidden.assign(hn, hn + T * n_embd);
-  out.logit_positions.clear();
-  resize_states(out.cut_states, 0, out.spare_states, 0);
-  resize_states(out.rollback_states, 0, out.spare_states, 0);
-  if (logits == LogitsMode::None) {
-    out.logits.clear();
-    return;
-  }
   const WeightMatrix& H = head ? *head : (M.shared_head_head ? *M.shared_head_head : w_.output);
   const int64_t first = logits == LogitsMode::All ? 0 : T - 1;
   for (int64_t t = first; t < T; ++t) out.logit_positions.push_back(pos0 + t);
@@ -680,6 +685,37 @@ const float* Qwen35Model::rope_rows(const SequenceState* st, int64_t pos0, int64
   return cs;
 }
 
+// The K/V rows of T inputs (their projections in ws.k, ws.v) into the cache at pos0: the k head
+// norms and RoPE, then the copies. attention_layer and attention_kv_only share it, so a row
+// enters the cache with the same bits either way.
+void Qwen35Model::store_kv_rows(const Qwen35LayerWeights& L, float* kc, float* vc, int64_t pos0, int64_t T,
+                                const float* rope_cs) {
+  Workspace& ws = *ws_;
+  const int64_t kvd = hp_.kv_dim();
+  const int hd = hp_.head_dim, nkv = hp_.n_head_kv;
+  for (int64_t t = 0; t < T; ++t) {
+    const float* cs = rope_cs + t * hp_.n_rot;
+    float* krow = ws.k.data() + t * kvd;
+    for (int h = 0; h < nkv; ++h)
+      rms_norm(ws.kc.tier, krow + h * hd, L.attn_k_norm.data(), krow + h * hd, hd, hp_.rms_eps);
+    rope_apply(krow, nkv, hd, hp_.n_rot, cs);
+    std::memcpy(kc + (pos0 + t) * kvd, krow, kvd * sizeof(float));
+    std::memcpy(vc + (pos0 + t) * kvd, ws.v.data() + t * kvd, kvd * sizeof(float));
+  }
+}
+
+// Only the cache rows of an attention layer (reads ws.cur): the K and V projections (each the
+// bits of its own product, as in attention_layer's matmul_multi), norms and RoPE, no queries,
+// scores or output.
+void Qwen35Model::attention_kv_only(const Qwen35LayerWeights& L, float* kc, float* vc, int64_t pos0, int64_t T,
+                                   const float* rope_cs) {
+  Workspace& ws = *ws_;
+  const int64_t kvd = hp_.kv_dim();
+  const MatmulTarget proj[] = {{&L.attn_k, sized(ws.k, T * kvd), kvd}, {&L.attn_v, sized(ws.v, T * kvd), kvd}};
+  project_many(proj, ws.cur.data(), hp_.n_embd, T);
+  store_kv_rows(L, kc, vc, pos0, T, rope_cs);
+}
+
 // Gated full attention (spec §4.4): reads ws.cur, writes ws.m, appends to the KV cache.
 void Qwen35Model::attention_layer(const Qwen35LayerWeights& L, float* kc, float* vc, int64_t pos0, int64_t T,
                                   const float* rope_cs) {
@@ -693,7 +729,7 @@ void Qwen35Model::attention_layer(const Qwen35LayerWeights& L, float* kc, float*
   const MatmulTarget proj[] = {{&L.attn_q, qg, qdim}, {&L.attn_k, k, kvd}, {&L.attn_v, v, kvd}};
   project_many(proj, cur, n_embd, T);
 
-  // q/k head norms, RoPE, and the new K/V rows into the cache. The query of head h
+  // q head norms and RoPE; then the new K/V rows into the cache. The query of head h
   // is qg[h*2*hd, +hd); its output gate follows it.
   for (int64_t t = 0; t < T; ++t) {
     const float* cs = rope_cs + t * hp_.n_rot;
@@ -703,13 +739,8 @@ void Qwen35Model::attention_layer(const Qwen35LayerWeights& L, float* kc, float*
       rms_norm(ws.kc.tier, qh, L.attn_q_norm.data(), qh, hd, hp_.rms_eps);
       rope_apply(qh, 1, hd, hp_.n_rot, cs);
     }
-    float* krow = k + t * kvd;
-    for (int h = 0; h < nkv; ++h)
-      rms_norm(ws.kc.tier, krow + h * hd, L.attn_k_norm.data(), krow + h * hd, hd, hp_.rms_eps);
-    rope_apply(krow, nkv, hd, hp_.n_rot, cs);
-    std::memcpy(kc + (pos0 + t) * kvd, krow, kvd * sizeof(float));
-    std::memcpy(vc + (pos0 + t) * kvd, v + t * kvd, kvd * sizeof(float));
   }
+  store_kv_rows(L, kc, vc, pos0, T, rope_cs);
 
   // One task per KV head and a few consecutive tokens: its query rows (the group's heads,
   // interleaved with their gates in qg, for those tokens) share every K/V row read; then the

@@ -63,7 +63,9 @@ class Qwen35Model final : public HybridModel {
   // previous position (or the head's own hidden output when chaining drafts).
   // out.hidden receives the head's normed output rows (T x n_embd, the next step's
   // hidden input); out.logits the requested rows through `head` (default: the shared
-  // LM head; a trimmed draft head is a matrix with fewer rows).
+  // LM head; a trimmed draft head is a matrix with fewer rows). With LogitsMode::None the
+  // rows only enter the head's KV cache (catching up with the trunk): the same cache rows, bit
+  // for bit, without the attention, the FFN or the norm after them; out.hidden is left empty.
   void mtp_forward(MtpState& st, std::span<const int32_t> tokens, const float* hidden, LogitsMode logits,
                    ForwardOutput& out, const WeightMatrix* head = nullptr);
 
@@ -125,6 +127,12 @@ class Qwen35Model final : public HybridModel {
   // (T rows of n_rot: rope_rows()).
   void attention_layer(const Qwen35LayerWeights& L, float* k_cache, float* v_cache, int64_t pos0, int64_t T,
                        const float* rope_cs);
+  // Only the T rows' K/V into the cache (the MTP head catching up: LogitsMode::None), and the
+  // part of attention_layer that writes them (k in ws.k, v in ws.v, projected).
+  void attention_kv_only(const Qwen35LayerWeights& L, float* k_cache, float* v_cache, int64_t pos0, int64_t T,
+                         const float* rope_cs);
+  void store_kv_rows(const Qwen35LayerWeights& L, float* k_cache, float* v_cache, int64_t pos0, int64_t T,
+                     const float* rope_cs);
   void ffn(const Qwen35LayerWeights& L, int64_t T);
   // The residual stream ws.x: x += m (when given), then out = rms_norm(x) * w, token by token.
   void residual_norm(const float* m, const std::vector<float>& w, float* out, int64_t T);

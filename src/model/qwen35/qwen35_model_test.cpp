@@ -230,6 +230,46 @@ TEST_F(TinyModel, ReplayRollbackEqualsSnapshotsBitForBit) {
   EXPECT_EQ(d->n_past(), P + T);
 }
 
+// The MTP head catching up with the trunk (LogitsMode::None: only the K/V rows, no attention or
+// FFN) writes the cache rows a full pass over the same rows writes, bit for bit, so the drafts
+// after it are the ones a full catch-up gives. F32 and quantized (packed where the tier packs)
+// weights, a batch longer than 8 columns and a short one, with several threads.
+TEST(MtpHead, CatchUpWritesTheCacheRowsOfAFullPass) {
+  for (const char* ftype : {"F32", "Q4_K_M", "Q4_0"}) {
+    SCOPED_TRACE(ftype);
+    auto model = Qwen35Model::load(ensure_tiny_model(ftype), 2);
+    ASSERT_TRUE(model->has_mtp());
+    const int64_t n_embd = model->hparams().n_embd, n_vocab = model->hparams().n_vocab;
+    const auto tokens = random_tokens(40, n_vocab, 21);
+    std::vector<float> hidden(static_cast<size_t>(40 * n_embd));
+    std::mt19937 rng(5);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (float& h : hidden) h = nd(rng);
+    auto full = model->new_mtp_state(64), kv = model->new_mtp_state(64);
+    ForwardOutput fo, ko;
+    for (const auto& [p0, n] : {std::pair<int64_t, int64_t>{0, 29}, {29, 3}}) {
+      model->mtp_forward(*full, std::span<const int32_t>(tokens.data() + p0, n), hidden.data() + p0 * n_embd,
+                         LogitsMode::All, fo);
+      model->mtp_forward(*kv, std::span<const int32_t>(tokens.data() + p0, n), hidden.data() + p0 * n_embd,
+                         LogitsMode::None, ko);
+      EXPECT_TRUE(ko.hidden.empty());
+      EXPECT_TRUE(ko.logits.empty());
+    }
+    ASSERT_EQ(kv->n_past, 32);
+    ASSERT_EQ(full->n_past, 32);
+    const size_t rows = static_cast<size_t>(32 * model->hparams().kv_dim());
+    EXPECT_EQ(std::memcmp(full->k.data(), kv->k.data(), rows * sizeof(float)), 0);
+    EXPECT_EQ(std::memcmp(full->v.data(), kv->v.data(), rows * sizeof(float)), 0);
+    // The next rows (a draft step) see the same cache.
+    model->mtp_forward(*full, std::span<const int32_t>(tokens.data() + 32, 2), hidden.data() + 32 * n_embd,
+                       LogitsMode::All, fo);
+    model->mtp_forward(*kv, std::span<const int32_t>(tokens.data() + 32, 2), hidden.data() + 32 * n_embd,
+                       LogitsMode::All, ko);
+    EXPECT_EQ(fo.logits, ko.logits);
+    EXPECT_EQ(fo.hidden, ko.hidden);
+  }
+}
+
 TEST_F(TinyModel, CloneContinuesIdentically) {
   const auto tokens = random_tokens(120, model_->hparams().n_vocab, 7);
   auto a = model_->new_sequence(256);

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "text/sampler.h"
+
 namespace tandem::serve {
 
 namespace {
@@ -28,9 +30,7 @@ class WithoutForcing final : public DraftConstraint {
 };
 }  // namespace
 
-int32_t GreedyPicker::pick(std::span<const float> logits) {
-  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-}
+int32_t GreedyPicker::pick(std::span<const float> logits) { return static_cast<int32_t>(text::argmax_first(logits)); }
 
 Speculator::Speculator(StateBackend& backend, SpecConfig cfg) : backend_(backend) { set_config(cfg); }
 

@@ -8,13 +8,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "text/sampler.h"
+
 namespace tandem::serve {
 
 namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
-int64_t argmax(std::span<const float> v) { return std::max_element(v.begin(), v.end()) - v.begin(); }
 
 constexpr int kTop = 10;  // llama.cpp's draft sampler keeps the top 10 (spec §7.4)
 
@@ -190,7 +190,7 @@ void MtpDrafter::draft(int32_t last, int max_drafts, std::span<const int32_t> co
         if (r < 0) break;
         if (cfg_.p_min > 0.0f && top10_probability(row, idx, n, r) < cfg_.p_min) break;
       } else {
-        r = argmax(row);
+        r = text::argmax_first(row);
         if (cfg_.p_min > 0.0f && top10_probability(row, r) < cfg_.p_min) break;
       }
       tok = to_token(r);

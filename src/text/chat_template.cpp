@@ -457,7 +457,7 @@ class Renderer {
   void json_tool_calls(const ChatMessage& m, const std::string& content) {
     for (size_t k = 0; k < m.tool_calls.size(); ++k) {
       const auto& tc = m.tool_calls[k];
-      if ((k == 0 && !content.empty()) || k > 0) emit("\n");
+      if (k > 0 || !content.empty()) emit("\n");  // each call on a line of its own
       emit("<tool_call>\n{\"name\": \"" + tc.name + "\", \"arguments\": ");
       emit(tc.arguments.is_string() ? tc.arguments.get<std::string>() : to_json_text(tc.arguments));
       emit("}\n</tool_call>");

@@ -1,4 +1,5 @@
 #include "agent/app_episode.h"
+#include "agent/random_draw.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -7,15 +8,6 @@
 namespace tandem::agent {
 
 namespace {
-
-using Rng = std::mt19937_64;
-
-int uniform(Rng& rng, int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
-bool chance(Rng& rng, double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; }
-template <class T>
-const T& pick(Rng& rng, const std::vector<T>& v) {
-  return v[static_cast<size_t>(uniform(rng, 0, static_cast<int>(v.size()) - 1))];
-}
 
 // Settings' home list: every section, the ones settings live in among them.
 const std::vector<std::string>& settings_sections() {

@@ -9,6 +9,7 @@
 #include "agent/app_episode.h"
 #include "agent/app_map.h"
 #include "agent/app_screen.h"
+#include "agent/random_draw.h"
 
 namespace tandem::agent {
 
@@ -16,10 +17,6 @@ using json = nlohmann::json;
 
 namespace {
 
-using Rng = std::mt19937_64;
-
-int uniform(Rng& rng, int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
-bool chance(Rng& rng, double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; }
 
 std::string date_at(const std::string& base, int64_t minutes) {
   int y = 2026, mo = 8, d = 14, hh = 9, mm = 30;

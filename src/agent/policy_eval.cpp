@@ -1,4 +1,5 @@
 #include "agent/policy_eval.h"
+#include "runtime/elapsed.h"
 
 #include <chrono>
 #include <span>
@@ -37,11 +38,6 @@ bool SchemaValidator::valid(std::string_view text) const {
   return s != grammar::kDeadState && g_->accepting(s);
 }
 
-namespace {
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-}  // namespace
 
 GreedyAnswer greedy_answer(HybridModel& model, const text::Tokenizer& tok, const std::vector<int32_t>& prompt,
                            int max_tokens) {

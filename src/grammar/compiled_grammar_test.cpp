@@ -12,10 +12,7 @@
 namespace tandem::grammar {
 namespace {
 
-const testing::TestVocab& vocab() {
-  static const testing::TestVocab v = testing::make_test_vocab();
-  return v;
-}
+using testing::vocab;
 const text::Tokenizer& tok() { return *vocab().tok; }
 int32_t id_of(std::string_view bytes) {
   const auto& v = tok().vocab();

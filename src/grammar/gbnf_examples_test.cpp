@@ -20,10 +20,7 @@
 namespace tandem::grammar {
 namespace {
 
-const testing::TestVocab& vocab() {
-  static const testing::TestVocab v = testing::make_test_vocab();
-  return v;
-}
+using testing::vocab;
 
 struct Reject {
   std::string live;     // a live prefix

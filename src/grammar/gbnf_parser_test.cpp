@@ -10,10 +10,7 @@
 namespace tandem::grammar {
 namespace {
 
-const testing::TestVocab& vocab() {
-  static const testing::TestVocab v = testing::make_test_vocab();
-  return v;
-}
+using testing::vocab;
 
 ParsedGrammar parse(const std::string& s) { return parse_gbnf(s, GrammarLimits{}, vocab().index.get()); }
 
@@ -28,7 +25,7 @@ std::string error_of(const std::string& s, const GrammarLimits& lim = {}) {
 }
 
 // Grammars modeled on llama.cpp's grammars/ directory and tests/test-grammar-parser.cpp.
-const char* kArithmetic = R"G(
+const char* kParserArithmetic = R"G(
 root  ::= (expr "=" ws term "\n")+
 expr  ::= term ([-+*/] term)*
 term  ::= ident | num | "(" ws expr ")" ws
@@ -37,7 +34,7 @@ num   ::= [0-9]+ ws
 ws    ::= [ \t\n]*
 )G";
 
-const char* kJson = R"G(
+const char* kParserJson = R"G(
 root   ::= object
 value  ::= object | array | string | number | ("true" | "false" | "null") ws
 
@@ -65,7 +62,7 @@ number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9] [1
 ws ::= | " " | "\n" [ \t]{0,20}
 )G";
 
-const char* kChess = R"G(
+const char* kParserChess = R"G(
 root   ::= (
     # it must start with the characters "1. " followed by a sequence
     # of moves that can be made on a chessboard.
@@ -78,13 +75,13 @@ pawn   ::= ([a-h] "x")? [a-h] [1-8] ("=" [NBKQR])?
 castle ::= "O-O" "-O"?
 )G";
 
-const char* kList = R"G(
+const char* kParserList = R"G(
 root ::= item+
 # Excludes various line break characters
 item ::= "- " [^\r\n\x0b\x0c\x85\u2028\u2029]+ "\n"
 )G";
 
-const char* kJapanese = R"G(
+const char* kParserJapanese = R"G(
 # A probably incorrect grammar for Japanese
 root        ::= jp-char+ ([ \t\n] jp-char+)*
 jp-char     ::= hiragana | katakana | punctuation | cjk
@@ -95,7 +92,7 @@ cjk         ::= [一-鿿]
 )G";
 
 TEST(GbnfParser, AcceptsLlamaCppExampleGrammars) {
-  for (const char* g : {kArithmetic, kJson, kChess, kList, kJapanese}) {
+  for (const char* g : {kParserArithmetic, kParserJson, kParserChess, kParserList, kParserJapanese}) {
     const ParsedGrammar p = parse(g);
     EXPECT_FALSE(p.rules.empty());
     EXPECT_EQ(p.names[p.root], "root");
@@ -239,7 +236,7 @@ TEST(GbnfParser, SourceSizeLimit) {
 TEST(GbnfParser, RandomInputNeverCrashes) {
   std::mt19937_64 rng(42);
   const std::string alphabet = "root ::= \"a\" [^b-c] ( ) | * + ? {2,3} . <[1]> !<think> \\x41 \\u00e9 # \n\r\t-x";
-  const std::vector<std::string> seeds = {kArithmetic, kJson, kChess, kList, kJapanese};
+  const std::vector<std::string> seeds = {kParserArithmetic, kParserJson, kParserChess, kParserList, kParserJapanese};
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < 3000; ++i) {
     std::string s;

@@ -7,10 +7,7 @@
 namespace tandem::grammar {
 namespace {
 
-const testing::TestVocab& vocab() {
-  static const testing::TestVocab v = testing::make_test_vocab();
-  return v;
-}
+using testing::vocab;
 
 TEST(GrammarCache, HitsMissesAndErrors) {
   GrammarCache c(vocab().index, size_t{64} << 20);

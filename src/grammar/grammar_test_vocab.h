@@ -83,4 +83,10 @@ inline TestVocab make_test_vocab(uint64_t seed = 7, int n_random = 800) {
   return v;
 }
 
+// The suites' vocabulary (make_test_vocab's defaults), built once per process.
+inline const TestVocab& vocab() {
+  static const TestVocab v = make_test_vocab();
+  return v;
+}
+
 }  // namespace tandem::grammar::testing

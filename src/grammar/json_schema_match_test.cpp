@@ -16,7 +16,7 @@
 namespace tandem::grammar {
 namespace {
 
-std::shared_ptr<const VocabIndex> vocab() {
+std::shared_ptr<const VocabIndex> builtin_vocab_index() {
   static const std::unique_ptr<text::Tokenizer> tok = text::testing::builtin_tokenizer();
   static const std::shared_ptr<const VocabIndex> index = std::make_shared<VocabIndex>(*tok);
   return index;
@@ -28,7 +28,7 @@ class Schema {
     SchemaOptions o;
     o.whitespace = ws;
     gbnf_ = json_schema_text_to_gbnf(text, o).gbnf;
-    g_ = CompiledGrammar::compile(gbnf_, vocab());
+    g_ = CompiledGrammar::compile(gbnf_, builtin_vocab_index());
   }
   static Schema from_gbnf(const std::string& gbnf) { return Schema(gbnf, 0); }
   bool accepts(std::string_view doc) const {
@@ -38,16 +38,16 @@ class Schema {
   const std::string& gbnf() const { return gbnf_; }
 
  private:
-  Schema(const std::string& gbnf, int) : gbnf_(gbnf), g_(CompiledGrammar::compile(gbnf, vocab())) {}
+  Schema(const std::string& gbnf, int) : gbnf_(gbnf), g_(CompiledGrammar::compile(gbnf, builtin_vocab_index())) {}
   std::string gbnf_;
   std::shared_ptr<CompiledGrammar> g_;
 };
 
-const char* kAction = R"({"type":"object","properties":{"action":{"enum":["tap","type","back"]},
+const char* kActionSchema = R"({"type":"object","properties":{"action":{"enum":["tap","type","back"]},
     "index":{"type":"integer","minimum":0},"text":{"type":"string"}},"required":["action"]})";
 
 TEST(JsonSchemaMatch, ActionSchemaFlexible) {
-  const Schema s(kAction);
+  const Schema s(kActionSchema);
   EXPECT_TRUE(s.accepts(R"({"action":"tap","index":3})"));
   EXPECT_TRUE(s.accepts("{\n  \"action\": \"tap\",\n  \"index\": 3\n}"));
   EXPECT_TRUE(s.accepts(R"({"action":"back"})"));
@@ -71,7 +71,7 @@ TEST(JsonSchemaMatch, DeclarationOrder) {
           "c":{"type":"integer"}},"required":["b"],"additionalProperties":{"type":"null"}})",
                                o)
           .gbnf,
-      vocab());
+      builtin_vocab_index());
   auto accepts = [&](std::string_view doc) {
     const GrammarState st = g->advance_bytes(g->initial(), doc);
     return st != kDeadState && g->accepting(st);
@@ -85,7 +85,7 @@ TEST(JsonSchemaMatch, DeclarationOrder) {
 }
 
 TEST(JsonSchemaMatch, CompactAllowsNoWhitespace) {
-  const Schema s(kAction, JsonWhitespace::Compact);
+  const Schema s(kActionSchema, JsonWhitespace::Compact);
   EXPECT_TRUE(s.accepts(R"({"action":"tap","index":3})"));
   EXPECT_FALSE(s.accepts(R"({"action": "tap","index":3})"));
   EXPECT_FALSE(s.accepts(R"({"action":"tap","index":3} )"));

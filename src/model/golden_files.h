@@ -17,6 +17,11 @@
 
 namespace tandem::golden {
 
+// What both golden sets (golden/, golden-hybrids/) hold: the tiny models' vocabulary and the five
+// token sequences each model's logits were saved for (their READMEs).
+inline constexpr int64_t kVocab = 1027;
+inline constexpr const char* kSeqs[] = {"s1", "s2", "s3", "s4", "s5"};
+
 // "[1, 2, 3]" (any whitespace) -> {1, 2, 3}; stops at the first thing that is not a number.
 inline std::vector<int32_t> read_tokens(const std::filesystem::path& p) {
   std::ifstream f(p);

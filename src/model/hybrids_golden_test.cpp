@@ -29,7 +29,7 @@ using golden::read_f32;
 using golden::read_tokens;
 
 const fs::path kDir = fs::path(TANDEM_SHARED_DIR) / "golden-hybrids";
-constexpr int64_t kVocab = 1027;
+using golden::kVocab;
 
 struct Bound {
   const char* file;
@@ -44,7 +44,7 @@ const Bound kFiles[] = {
     {"granite-a-Q4_K_M", false, 0.4, 0.04, 0.90},
     {"granite-b-Q8_0", false, 0.4, 0.03, 0.95},
 };
-const char* kSeqs[] = {"s1", "s2", "s3", "s4", "s5"};
+using golden::kSeqs;
 
 class HybridGoldenLogits : public ::testing::TestWithParam<Bound> {};
 

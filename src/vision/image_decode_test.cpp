@@ -186,7 +186,7 @@ std::string outcome(const Bytes& b, const ImageLimits& lim = {}) {
     EXPECT_NE(got_.find(substring), std::string::npos) << "got: " << got_;          \
   } while (0)
 
-std::filesystem::path golden_dir() { return std::filesystem::path(TANDEM_SHARED_DIR) / "golden-vision"; }
+std::filesystem::path vision_golden_dir() { return std::filesystem::path(TANDEM_SHARED_DIR) / "golden-vision"; }
 
 Bytes read_file(const std::filesystem::path& p) {
   std::ifstream f(p, std::ios::binary);
@@ -218,7 +218,7 @@ TEST(ImageDecode, GoldenImagesHaveTheManifestIdsAndSizes) {
   for (const std::string& run : runs) {
     SCOPED_TRACE(run);
     const auto& r = manifest["runs"][run];
-    const Bytes file = read_file(golden_dir() / r["image"].get<std::string>());
+    const Bytes file = read_file(vision_golden_dir() / r["image"].get<std::string>());
     ASSERT_FALSE(file.empty());
     if (manifest.contains("files") && manifest["files"].contains(r["image"].get<std::string>())) {
       EXPECT_EQ(file.size(), manifest["files"][r["image"].get<std::string>()]["bytes"].get<size_t>());

@@ -26,7 +26,7 @@ PreprocessParams budget(int min_tokens, int max_tokens) {
   return p;
 }
 
-RgbImage random_image(int w, int h, uint32_t seed) {
+RgbImage random_rgb_image(int w, int h, uint32_t seed) {
   RgbImage img;
   img.width = w;
   img.height = h;
@@ -142,21 +142,21 @@ TEST(ImagePreprocess, InvalidParametersAreNamed) {
   broken.height = 4;
   broken.rgb.resize(10);
   EXPECT_NE(invalid_message([&] { preprocess(broken, PreprocessParams{}); }).find("holds 10 bytes, expected 48"), std::string::npos);
-  EXPECT_NE(invalid_message([&] { normalize(random_image(33, 32, 1), PreprocessParams{}); }).find("not a multiple of patch * merge = 32"),
+  EXPECT_NE(invalid_message([&] { normalize(random_rgb_image(33, 32, 1), PreprocessParams{}); }).find("not a multiple of patch * merge = 32"),
             std::string::npos);
 }
 
 // ---- resize and pad (§2.4) ---------------------------------------------------------------------
 
 TEST(ImagePreprocess, SameSizeIsACopy) {
-  const RgbImage img = random_image(64, 32, 3);
+  const RgbImage img = random_rgb_image(64, 32, 3);
   const RgbImage out = resize_and_pad(img, {64, 32});
   EXPECT_EQ(out.rgb, img.rgb);
 }
 
 TEST(ImagePreprocess, WideImageGetsBlackBarsLeftAndRight) {
   // 150x100 -> 160x96: s = min(160/150, 96/100) = 0.96; content 144x96 at x = 8.
-  const RgbImage img = random_image(150, 100, 4);
+  const RgbImage img = random_rgb_image(150, 100, 4);
   const RgbImage out = resize_and_pad(img, smart_resize_target(150, 100, PreprocessParams{}));
   ASSERT_EQ(out.width, 160);
   ASSERT_EQ(out.height, 96);
@@ -173,7 +173,7 @@ TEST(ImagePreprocess, WideImageGetsBlackBarsLeftAndRight) {
 
 TEST(ImagePreprocess, TallImageGetsBlackBarsTopAndBottom) {
   // 100x150 -> 96x160: content 96x144 at y = 8.
-  const RgbImage img = random_image(100, 150, 5);
+  const RgbImage img = random_rgb_image(100, 150, 5);
   const RgbImage out = resize_and_pad(img, smart_resize_target(100, 150, PreprocessParams{}));
   ASSERT_EQ(out.width, 96);
   ASSERT_EQ(out.height, 160);
@@ -189,12 +189,12 @@ TEST(ImagePreprocess, ResizeMatchesTheSpecRuleOnManySizes) {
   for (const auto& [w, h] : sizes)
     for (const PreprocessParams& p : {PreprocessParams{}, budget(-1, 8), budget(64, -1)}) {
       SCOPED_TRACE(std::to_string(w) + "x" + std::to_string(h));
-      const RgbImage img = random_image(w, h, seed++);
+      const RgbImage img = random_rgb_image(w, h, seed++);
       const TargetSize t = smart_resize_target(w, h, p);
       ASSERT_EQ(resize_and_pad(img, t).rgb, reference_resize_and_pad(img, t.width, t.height).rgb);
     }
   // Targets that are not multiples of 32 and single rows or columns (rx or ry = 0).
-  const RgbImage img = random_image(50, 40, 99);
+  const RgbImage img = random_rgb_image(50, 40, 99);
   for (const TargetSize t : {TargetSize{1, 1}, TargetSize{1, 40}, TargetSize{77, 1}, TargetSize{51, 40}, TargetSize{300, 7}})
     ASSERT_EQ(resize_and_pad(img, t).rgb, reference_resize_and_pad(img, t.width, t.height).rgb) << t.width << "x" << t.height;
 }
@@ -215,7 +215,7 @@ TEST(ImagePreprocess, BilinearTruncatesRatherThanRounds) {
 // ---- normalisation (§2.5) and the grid ---------------------------------------------------------
 
 TEST(ImagePreprocess, NormalisationAndGrid) {
-  RgbImage img = random_image(160, 96, 6);
+  RgbImage img = random_rgb_image(160, 96, 6);
   img.rgb[0] = 0;
   img.rgb[1] = 255;
   img.rgb[2] = 128;
@@ -241,7 +241,7 @@ TEST(ImagePreprocess, NormalisationAndGrid) {
 
 // ---- golden: llama.cpp's preprocessed images ---------------------------------------------------
 
-std::filesystem::path golden_dir() { return golden::dir(); }
+std::filesystem::path preprocess_golden_dir() { return golden::dir(); }
 
 // Every image and token budget the manifest has a preprocessed file for (each file once).
 TEST(ImagePreprocess, GoldenPreprocessedImagesAreBitExact) {
@@ -260,7 +260,7 @@ TEST(ImagePreprocess, GoldenPreprocessedImagesAreBitExact) {
   for (const std::string& run : runs) {
     SCOPED_TRACE(run);
     const auto& r = manifest["runs"][run];
-    std::ifstream f(golden_dir() / r["image"].get<std::string>(), std::ios::binary);
+    std::ifstream f(preprocess_golden_dir() / r["image"].get<std::string>(), std::ios::binary);
     const std::vector<uint8_t> file((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     const RgbImage img = decode_image(file);
     const PreprocessedImage pre = preprocess(img, budget(r["image_min_tokens"].get<int>(), r["image_max_tokens"].get<int>()));
@@ -269,7 +269,7 @@ TEST(ImagePreprocess, GoldenPreprocessedImagesAreBitExact) {
     const auto shape = r["preproc_shape"];
     ASSERT_EQ(shape[0].get<int>(), pre.height);
     ASSERT_EQ(shape[1].get<int>(), pre.width);
-    std::ifstream g(golden_dir() / "out" / r["preproc_file"].get<std::string>(), std::ios::binary);
+    std::ifstream g(preprocess_golden_dir() / "out" / r["preproc_file"].get<std::string>(), std::ios::binary);
     std::vector<float> want(pre.pixels.size());
     g.read(reinterpret_cast<char*>(want.data()), static_cast<std::streamsize>(want.size() * sizeof(float)));
     ASSERT_EQ(g.gcount(), static_cast<std::streamsize>(want.size() * sizeof(float)));

@@ -31,7 +31,7 @@ namespace {
 namespace fs = std::filesystem;
 using golden::Json;
 using golden::max_abs_diff;
-const fs::path kDir = golden::dir();
+const fs::path kMultimodalDir = golden::dir();
 const fs::path kText = fs::path(TANDEM_SHARED_DIR) / "golden" / "models" / "qwen35-golden-a-F32.gguf";
 
 std::vector<float> read_out(const std::string& file) { return golden::read_out_f32(file); }
@@ -56,7 +56,7 @@ std::pair<std::string, std::string> logits_spread_runs(const std::string& name, 
 // Every run of the manifest without flash attention in the encoder (those with it are one end of
 // the F32 spread): F32, F16 and Q8_0 mmproj files, each image and budget.
 TEST(MultimodalGolden, PngToLogitsWithinLlamaCppsOwnSpread) {
-  if (!golden::available() || !fs::exists(kText)) GTEST_SKIP() << "SKIPPED: no " << kDir << " or " << kText;
+  if (!golden::available() || !fs::exists(kText)) GTEST_SKIP() << "SKIPPED: no " << kMultimodalDir << " or " << kText;
   const Json& manifest = golden::manifest();
   auto text_model = Qwen35Model::load(kText.string(), LoadOptions{2});
   auto tok = text::Tokenizer::from_gguf(text_model->file());
@@ -66,9 +66,9 @@ TEST(MultimodalGolden, PngToLogitsWithinLlamaCppsOwnSpread) {
   for (const std::string& run : runs) {
     SCOPED_TRACE(run);
     const auto& r = manifest["runs"][run];
-    auto vm = VisionModel::load((kDir / r["mmproj"].get<std::string>()).string(), VisionLoadOptions{2});
+    auto vm = VisionModel::load((kMultimodalDir / r["mmproj"].get<std::string>()).string(), VisionLoadOptions{2});
     vm->check_text_model(text_model->hparams().n_embd, kText.string());
-    const std::vector<uint8_t> file = golden::read_bytes(kDir / r["image"].get<std::string>());
+    const std::vector<uint8_t> file = golden::read_bytes(kMultimodalDir / r["image"].get<std::string>());
     EXPECT_EQ(image_id_string(file), r["image_id_fnv1a64"].get<std::string>());
     ImageBudget budget;
     budget.min_tokens = r["image_min_tokens"].get<int>();

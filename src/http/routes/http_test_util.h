@@ -195,4 +195,16 @@ inline std::vector<std::string> sse_data(const std::string& body) {
   return out;
 }
 
+// A POST of a JSON body, the response as it came (or the transport error).
+inline httplib::Result post_json(TestServer& s, const std::string& path, const Json& body) {
+  return s.client()->Post(path, to_text(body), "application/json");
+}
+
+// A response's body as JSON (a failed test and null when there was no response).
+inline Json parse_body(const httplib::Result& r) {
+  EXPECT_TRUE(r) << "no response";
+  if (!r) return Json();
+  return Json::parse(r->body);
+}
+
 }  // namespace tandem::http::testing

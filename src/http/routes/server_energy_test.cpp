@@ -17,14 +17,14 @@ namespace {
 using namespace tandem::http::testing;
 namespace fs = std::filesystem;
 
-Json chat_body(const std::string& user) {
+Json energy_chat(const std::string& user) {
   return Json{{"model", "tiny"},
               {"messages", Json::array({Json{{"role", "user"}, {"content", user}}})},
               {"max_tokens", 4},
               {"temperature", 0}};
 }
 
-Json post(TestServer& s, const std::string& path, const Json& body) {
+Json post_ok(TestServer& s, const std::string& path, const Json& body) {
   auto r = s.client()->Post(path, to_text(body), "application/json");
   EXPECT_TRUE(r);
   if (!r) return Json();
@@ -55,8 +55,8 @@ serve::EngineConfig with_powercap(const std::string& root) {
 
 TEST(HttpEnergy, WithoutRaplCpuTimeIsReportedAndEnergyIsNull) {
   TestServer s(with_powercap(::testing::TempDir() + "/tandem-no-powercap-here"));
-  const Json chat = post(s, "/v1/chat/completions", chat_body("Open the settings app."));
-  const Json completion = post(s, "/completion", Json{{"prompt", "Tap the search field."}, {"n_predict", 3}});
+  const Json chat = post_ok(s, "/v1/chat/completions", energy_chat("Open the settings app."));
+  const Json completion = post_ok(s, "/completion", Json{{"prompt", "Tap the search field."}, {"n_predict", 3}});
   double sum_ms = 0;
   for (const Json* j : {&chat, &completion}) {
     const Json& t = (*j)["timings"];
@@ -100,7 +100,7 @@ TEST(HttpEnergy, WithReadableRaplEnergyIsANumber) {
   {
     TestServer s(with_powercap(root.string()));
     // The fake counter does not move during the request: its figure is an exact 0, a number.
-    const Json chat = post(s, "/v1/chat/completions", chat_body("Open the settings app."));
+    const Json chat = post_ok(s, "/v1/chat/completions", energy_chat("Open the settings app."));
     ASSERT_TRUE(chat["timings"]["energy_j"].is_number()) << chat["timings"];
     EXPECT_EQ(chat["timings"]["energy_j"].get<double>(), 0.0);
     EXPECT_TRUE(s.take_records().at(0)["timings"]["energy_j"].is_number());

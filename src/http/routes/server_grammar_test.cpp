@@ -23,16 +23,13 @@ Json action_schema() {
     {"type": "object", "properties": {"action": {"const": "back"}}, "required": ["action"], "additionalProperties": false}]})");
 }
 
-Json chat_body(const std::string& user) {
+Json action_chat(const std::string& user) {
   return Json{{"messages", Json::array({Json{{"role", "system"}, {"content", "Answer with one JSON action."}},
                                         Json{{"role", "user"}, {"content", user}}})},
               {"max_tokens", 32},
               {"temperature", 0}};
 }
 
-httplib::Result post(TestServer& s, const std::string& path, const Json& body) {
-  return s.client()->Post(path, to_text(body), "application/json");
-}
 
 void expect_action(const std::string& content) {
   Json j;
@@ -55,7 +52,7 @@ void expect_400(const httplib::Result& r, const std::string& fragment) {
 TEST(HttpGrammar, CompletionGrammarAndJsonSchemaGiveParsableActions) {
   TestServer s(small_engine());
   Json body{{"prompt", "Screen: [0] Back [1] Search. Action:"}, {"n_predict", 32}, {"temperature", 0}, {"grammar", kActionGbnf}};
-  auto r = post(s, "/completion", body);
+  auto r = post_json(s, "/completion", body);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   Json j = Json::parse(r->body);
@@ -68,13 +65,13 @@ TEST(HttpGrammar, CompletionGrammarAndJsonSchemaGiveParsableActions) {
   // llama.cpp: json_schema is used only without a grammar; grammar wins when both are sent.
   Json by_schema{{"prompt", "Screen: [0] Back [1] Search. Action:"}, {"n_predict", 32}, {"temperature", 0},
                  {"json_schema", action_schema()}, {"tandem", {{"json_whitespace", "compact"}}}};
-  r = post(s, "/completion", by_schema);
+  r = post_json(s, "/completion", by_schema);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   j = Json::parse(r->body);
   expect_action(j["content"]);
   by_schema["grammar"] = "root ::= \"{\\\"action\\\":\\\"back\\\"}\"";
-  r = post(s, "/completion", by_schema);
+  r = post_json(s, "/completion", by_schema);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   EXPECT_EQ(Json::parse(r->body)["content"], "{\"action\":\"back\"}");
@@ -84,11 +81,11 @@ TEST(HttpGrammar, ChatResponseFormatsWholeAndStreamed) {
   serve::EngineConfig cfg = small_engine();
   cfg.speculation.enabled = true;
   TestServer s(cfg);
-  Json body = chat_body("Task: go back.");
+  Json body = action_chat("Task: go back.");
   body["response_format"] = Json{{"type", "json_schema"},
                                  {"json_schema", Json{{"name", "action"}, {"strict", true}, {"schema", action_schema()}}}};
   body["tandem"] = Json{{"json_whitespace", "compact"}};
-  auto r = post(s, "/v1/chat/completions", body);
+  auto r = post_json(s, "/v1/chat/completions", body);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   const Json whole = Json::parse(r->body);
@@ -99,7 +96,7 @@ TEST(HttpGrammar, ChatResponseFormatsWholeAndStreamed) {
 
   // The same request streamed: the same text, chunk by chunk.
   body["stream"] = true;
-  r = post(s, "/v1/chat/completions", body);
+  r = post_json(s, "/v1/chat/completions", body);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   std::string streamed;
@@ -116,10 +113,10 @@ TEST(HttpGrammar, ChatResponseFormatsWholeAndStreamed) {
   EXPECT_EQ(finish, "stop");
 
   // json_object: constrained to a JSON object (llama.cpp's default chat path leaves it free).
-  Json obj = chat_body("Task: describe the screen.");
+  Json obj = action_chat("Task: describe the screen.");
   obj["response_format"] = Json{{"type", "json_object"}};
   obj["max_tokens"] = 48;
-  r = post(s, "/v1/chat/completions", obj);
+  r = post_json(s, "/v1/chat/completions", obj);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   const Json jo = Json::parse(r->body);
@@ -138,55 +135,55 @@ TEST(HttpGrammar, BadGrammarsSchemasAndShapesAre400) {
   const Json base{{"prompt", "x"}, {"n_predict", 4}};
   Json b = base;
   b["grammar"] = "root ::= \"unterminated";
-  expect_400(post(s, "/completion", b), "grammar");
+  expect_400(post_json(s, "/completion", b), "grammar");
   b = base;
   b["grammar"] = "item ::= \"a\"";  // no root
-  expect_400(post(s, "/completion", b), "root");
+  expect_400(post_json(s, "/completion", b), "root");
   b = base;
   b["grammar"] = "root ::= undefined-rule";
-  expect_400(post(s, "/completion", b), "undefined-rule");
+  expect_400(post_json(s, "/completion", b), "undefined-rule");
   b = base;
   b["grammar"] = 17;
-  expect_400(post(s, "/completion", b), "grammar");
+  expect_400(post_json(s, "/completion", b), "grammar");
   b = base;
   b["json_schema"] = Json{{"type", "hiccup"}};
-  expect_400(post(s, "/completion", b), "hiccup");
+  expect_400(post_json(s, "/completion", b), "hiccup");
   b = base;
   b["json_schema"] = 123;
-  expect_400(post(s, "/completion", b), "json_schema");
+  expect_400(post_json(s, "/completion", b), "json_schema");
 
-  Json c = chat_body("hi");
+  Json c = action_chat("hi");
   c["response_format"] = Json{{"type", "sound"}};
-  expect_400(post(s, "/v1/chat/completions", c), "response_format type must be one of");
-  c = chat_body("hi");
+  expect_400(post_json(s, "/v1/chat/completions", c), "response_format type must be one of");
+  c = action_chat("hi");
   c["response_format"] = Json{{"type", "json_object"}, {"schema", 123}};
-  expect_400(post(s, "/v1/chat/completions", c), "schema");
-  c = chat_body("hi");
+  expect_400(post_json(s, "/v1/chat/completions", c), "schema");
+  c = action_chat("hi");
   c["response_format"] = Json{{"type", "json_schema"}, {"json_schema", Json{{"schema", Json{{"type", 123}}}}}};
-  expect_400(post(s, "/v1/chat/completions", c), "schema");
-  c = chat_body("hi");
+  expect_400(post_json(s, "/v1/chat/completions", c), "schema");
+  c = action_chat("hi");
   c["json_schema"] = action_schema();
   c["grammar"] = kActionGbnf;
-  expect_400(post(s, "/v1/chat/completions", c), "Cannot use both json_schema and grammar");
-  c = chat_body("hi");
+  expect_400(post_json(s, "/v1/chat/completions", c), "Cannot use both json_schema and grammar");
+  c = action_chat("hi");
   c["grammar"] = kActionGbnf;
   c["tools"] = Json::array({Json{{"type", "function"}, {"function", Json{{"name", "f"}, {"parameters", Json::object()}}}}});
-  expect_400(post(s, "/v1/chat/completions", c), "tools");
-  c = chat_body("hi");
+  expect_400(post_json(s, "/v1/chat/completions", c), "tools");
+  c = action_chat("hi");
   c["tandem"] = Json{{"json_whitespace", "tight"}};
   c["response_format"] = Json{{"type", "json_object"}};
-  expect_400(post(s, "/v1/chat/completions", c), "json_whitespace");
+  expect_400(post_json(s, "/v1/chat/completions", c), "json_whitespace");
 
   // Streaming: the error comes as a plain HTTP error, not as an event stream.
-  c = chat_body("hi");
+  c = action_chat("hi");
   c["stream"] = true;
   c["grammar"] = "root ::= [";
-  auto r = post(s, "/v1/chat/completions", c);
+  auto r = post_json(s, "/v1/chat/completions", c);
   expect_400(r, "grammar");
   EXPECT_EQ(r->get_header_value("Content-Type").find("text/event-stream"), std::string::npos);
 
   // The server still serves.
-  auto ok = post(s, "/completion", Json{{"prompt", "x"}, {"n_predict", 2}, {"grammar", kActionGbnf}});
+  auto ok = post_json(s, "/completion", Json{{"prompt", "x"}, {"n_predict", 2}, {"grammar", kActionGbnf}});
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200) << ok->body;
 }
@@ -197,7 +194,7 @@ TEST(HttpGrammar, UnsupportedKeywordsAreWarningsAndTheCacheIsReported) {
   schema["oneOf"][0]["properties"]["index"]["multipleOf"] = 2;  // not enforced: a warning
   const Json body{{"prompt", "Action:"}, {"n_predict", 24}, {"temperature", 0}, {"json_schema", schema}};
   for (int i = 0; i < 2; ++i) {
-    auto r = post(s, "/completion", body);
+    auto r = post_json(s, "/completion", body);
     ASSERT_TRUE(r);
     ASSERT_EQ(r->status, 200) << r->body;
     const Json j = Json::parse(r->body);

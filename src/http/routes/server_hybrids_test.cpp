@@ -33,15 +33,15 @@ Served& served(const std::string& preset) {
   return cache.emplace(preset, std::move(s)).first->second;
 }
 
-const char* kActionGbnf = R"(root ::= "{\"action\":\"" ("tap" | "back" | "type") "\",\"target\":" [0-9] "}")";
+const char* kHybridActionGbnf = R"(root ::= "{\"action\":\"" ("tap" | "back" | "type") "\",\"target\":" [0-9] "}")";
 
-Json step(int k, bool grammar) {
+Json hybrid_step(int k, bool grammar) {
   const std::string rules = "You are a phone agent. Answer with one JSON action. Screen: [0] Back [1] Search [2] Menu.";
   Json body{{"messages", Json::array({Json{{"role", "system"}, {"content", rules}},
                                       Json{{"role", "user"}, {"content", "Task: step " + std::to_string(k)}}})},
             {"max_tokens", 12},
             {"temperature", 0}};
-  if (grammar) body["grammar"] = kActionGbnf;
+  if (grammar) body["grammar"] = kHybridActionGbnf;
   else body["ignore_eos"] = true;
   return body;
 }
@@ -51,7 +51,7 @@ std::vector<std::vector<int32_t>> run_steps(TestServer& s, Json* last = nullptr)
   auto c = s.client();
   std::vector<std::vector<int32_t>> out;
   for (int k = 0; k < 4; ++k) {
-    auto r = c->Post("/v1/chat/completions", to_text(step(k, k % 2 == 1)), "application/json");
+    auto r = c->Post("/v1/chat/completions", to_text(hybrid_step(k, k % 2 == 1)), "application/json");
     EXPECT_TRUE(r);
     if (!r) return out;
     EXPECT_EQ(r->status, 200) << r->body;
@@ -93,7 +93,7 @@ TEST_P(HttpHybrids, AnswersAlikeUnderPoliciesSpeculationAndAnUnload) {
     cfg.unload_idle_ms = 150;
     TestServer s(*m.model, *m.tok, m.tmpl, cfg);
     auto c = s.client();
-    auto r = c->Post("/v1/chat/completions", to_text(step(0, false)), "application/json");
+    auto r = c->Post("/v1/chat/completions", to_text(hybrid_step(0, false)), "application/json");
     ASSERT_TRUE(r);
     ASSERT_TRUE(wait_until([&] { return !s.engine->snapshot().lifecycle.weights_loaded; }));
     Json last;

@@ -76,12 +76,9 @@ Json chat_with_image(const std::string& url, const std::string& role = "user") {
               {"ignore_eos", true}};
 }
 
-httplib::Result post(TestServer& s, const std::string& path, const Json& body) {
-  return s.client()->Post(path, to_text(body), "application/json");
-}
 
 void expect_400(TestServer& s, const std::string& path, const Json& body, const std::string& needle) {
-  auto r = post(s, path, body);
+  auto r = post_json(s, path, body);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400) << r->body;
   EXPECT_NE(r->body.find(needle), std::string::npos) << "expected '" << needle << "' in " << r->body;
@@ -90,7 +87,7 @@ void expect_400(TestServer& s, const std::string& path, const Json& body, const 
 TEST(HttpImages, ChatImagePartAndCompletionMultimodalGiveTheSameTokens) {
   TestServer s(image_engine(), {}, /*with_vision=*/true);
   const std::vector<uint8_t> file = png(120, 90, 1);
-  auto r1 = post(s, "/v1/chat/completions", chat_with_image(data_url(file)));
+  auto r1 = post_json(s, "/v1/chat/completions", chat_with_image(data_url(file)));
   ASSERT_TRUE(r1);
   ASSERT_EQ(r1->status, 200) << r1->body;
   const Json j1 = Json::parse(r1->body);
@@ -110,7 +107,7 @@ TEST(HttpImages, ChatImagePartAndCompletionMultimodalGiveTheSameTokens) {
   const std::string prompt = TinyModel::get().tmpl.render(cr).text;
   Json body{{"prompt", Json{{"prompt_string", prompt}, {"multimodal_data", Json::array({base64(file)})}}},
             {"n_predict", 6}, {"temperature", 0}, {"ignore_eos", true}};
-  auto r2 = post(s, "/completion", body);
+  auto r2 = post_json(s, "/completion", body);
   ASSERT_TRUE(r2);
   ASSERT_EQ(r2->status, 200) << r2->body;
   const Json j2 = Json::parse(r2->body);
@@ -156,7 +153,7 @@ TEST(HttpImages, BadImagesAre400AndTheServerKeepsServing) {
   expect_400(s, "/v1/chat/completions", no_url, "image_url");
   Json odd_type = chat_with_image(good);
   odd_type["messages"][0]["content"][0]["type"] = 7;
-  auto r_odd = post(s, "/v1/chat/completions", odd_type);
+  auto r_odd = post_json(s, "/v1/chat/completions", odd_type);
   ASSERT_TRUE(r_odd);
   EXPECT_EQ(r_odd->status, 400) << r_odd->body;
   Json three = chat_with_image(good);
@@ -169,7 +166,7 @@ TEST(HttpImages, BadImagesAre400AndTheServerKeepsServing) {
   Json mismatch{{"prompt", Json{{"prompt_string", "no marker here"}, {"multimodal_data", Json::array({good.substr(22)})}}}};
   expect_400(s, "/completion", mismatch, "marker");
 
-  auto ok = post(s, "/v1/chat/completions", chat_with_image(good));
+  auto ok = post_json(s, "/v1/chat/completions", chat_with_image(good));
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200) << ok->body;
 }

@@ -20,11 +20,6 @@ namespace fs = std::filesystem;
 
 using test_support::TempDir;
 
-Json parse(const httplib::Result& r) {
-  EXPECT_TRUE(r) << "no response";
-  if (!r) return Json();
-  return Json::parse(r->body);
-}
 
 // An agent step: the same rules, a growing history, a new screen.
 Json step(int k) {
@@ -70,7 +65,7 @@ TEST(HttpLifecycle, ARestartedServerRestoresTheRulesAndAnswersTheSame) {
   }  // the server stops: its states go to the directory
   TestServer s(with_dir(dir.path));
   auto c = s.client();
-  const Json props = parse(c->Get("/props"));
+  const Json props = parse_body(c->Get("/props"));
   EXPECT_GE(props["lifecycle"]["state_files_loaded"].get<int>(), 1);
   const Json r = chat(*c, step(3));
   const Json& ref = uninterrupted[3];
@@ -88,22 +83,22 @@ TEST(HttpLifecycle, SlotSaveRestoreEraseAndTheirErrors) {
   TestServer s(with_dir(dir.path));
   auto c = s.client();
   chat(*c, step(0));
-  const int cached = parse(c->Get("/slots"))[0]["n_cached"].get<int>();
+  const int cached = parse_body(c->Get("/slots"))[0]["n_cached"].get<int>();
   ASSERT_GT(cached, 0);
 
-  const Json saved = parse(c->Post("/slots/0?action=save", to_text(Json{{"filename", "a.bin"}}), "application/json"));
+  const Json saved = parse_body(c->Post("/slots/0?action=save", to_text(Json{{"filename", "a.bin"}}), "application/json"));
   EXPECT_EQ(saved["id_slot"], 0);
   EXPECT_EQ(saved["filename"], "a.bin");
   EXPECT_EQ(saved["n_saved"], cached);
   EXPECT_EQ(saved["n_written"].get<uint64_t>(), fs::file_size(dir.path / "a.bin"));
   EXPECT_TRUE(saved["timings"].contains("save_ms"));
-  const Json erased = parse(c->Post("/slots/0?action=erase", "", "application/json"));
+  const Json erased = parse_body(c->Post("/slots/0?action=erase", "", "application/json"));
   EXPECT_EQ(erased["n_erased"], cached);
-  EXPECT_EQ(parse(c->Get("/slots"))[0]["n_cached"], 0);
-  const Json restored = parse(c->Post("/slots/0?action=restore", to_text(Json{{"filename", "a.bin"}}), "application/json"));
+  EXPECT_EQ(parse_body(c->Get("/slots"))[0]["n_cached"], 0);
+  const Json restored = parse_body(c->Post("/slots/0?action=restore", to_text(Json{{"filename", "a.bin"}}), "application/json"));
   EXPECT_EQ(restored["n_restored"], cached);
   EXPECT_EQ(restored["n_read"], saved["n_written"]);
-  EXPECT_EQ(parse(c->Get("/slots"))[0]["n_cached"], cached);
+  EXPECT_EQ(parse_body(c->Get("/slots"))[0]["n_cached"], cached);
 
   const auto status = [&](const std::string& path, const Json& body) {
     const auto r = c->Post(path.c_str(), to_text(body), "application/json");
@@ -130,7 +125,7 @@ TEST(HttpLifecycle, SlotSaveRestoreEraseAndTheirErrors) {
   EXPECT_EQ(bad->status, 400);
   EXPECT_NE(bad->body.find("bad.bin"), std::string::npos) << bad->body;
   // The slot kept its state through the refused restore and still serves.
-  EXPECT_EQ(parse(c->Get("/slots"))[0]["n_cached"], cached);
+  EXPECT_EQ(parse_body(c->Get("/slots"))[0]["n_cached"], cached);
   chat(*c, step(1));
 }
 
@@ -151,16 +146,16 @@ TEST(HttpLifecycle, IdleUnloadAndReloadAreReported) {
   const Json first = chat(*c, step(0));
   EXPECT_EQ(first["timings"]["cold_start_ms"], 0.0);
   ASSERT_TRUE(wait_until([&] { return !s.engine->snapshot().lifecycle.weights_loaded; }));
-  const Json props = parse(c->Get("/props"));
+  const Json props = parse_body(c->Get("/props"));
   EXPECT_FALSE(props["lifecycle"]["weights_loaded"].get<bool>());
   EXPECT_EQ(props["lifecycle"]["unloads"], 1);
-  EXPECT_NE(parse(c->Get("/health"))["status"], nullptr);  // /health answers while unloaded
+  EXPECT_NE(parse_body(c->Get("/health"))["status"], nullptr);  // /health answers while unloaded
   const auto m = c->Get("/metrics");
   ASSERT_TRUE(m);
   EXPECT_NE(m->body.find("tandem_model_loaded 0"), std::string::npos);
   const Json second = chat(*c, step(1));
   EXPECT_GT(second["timings"]["cold_start_ms"].get<double>(), 0.0);
-  const Json after = parse(c->Get("/props"));
+  const Json after = parse_body(c->Get("/props"));
   EXPECT_EQ(after["lifecycle"]["reloads"], 1);
   EXPECT_GT(after["lifecycle"]["cold_start_parts_ms"]["map"].get<double>(), 0.0);
 }

@@ -25,9 +25,6 @@ Json chat(bool stream) {
               {"stream", stream}};
 }
 
-httplib::Result post(TestServer& s, const std::string& path, const Json& body) {
-  return s.client()->Post(path, to_text(body), "application/json");
-}
 
 void expect_entry(const Json& e, bool with_id) {
   ASSERT_TRUE(e.contains("token") && e["token"].is_string()) << e.dump();
@@ -46,7 +43,7 @@ void expect_entry(const Json& e, bool with_id) {
 
 TEST(HttpLogprobs, ChatWholeAndStreamedAgreeAndAnyModelNameIsEchoed) {
   TestServer s(small_engine());
-  auto whole = post(s, "/v1/chat/completions", chat(false));
+  auto whole = post_json(s, "/v1/chat/completions", chat(false));
   ASSERT_TRUE(whole);
   ASSERT_EQ(whole->status, 200) << whole->body;
   const Json w = Json::parse(whole->body);
@@ -55,7 +52,7 @@ TEST(HttpLogprobs, ChatWholeAndStreamedAgreeAndAnyModelNameIsEchoed) {
   ASSERT_EQ(content.size(), 5u);
   for (const Json& e : content) expect_entry(e, /*with_id=*/false);
 
-  auto streamed = post(s, "/v1/chat/completions", chat(true));
+  auto streamed = post_json(s, "/v1/chat/completions", chat(true));
   ASSERT_TRUE(streamed);
   ASSERT_EQ(streamed->status, 200);
   Json all = Json::array();
@@ -71,7 +68,7 @@ TEST(HttpLogprobs, ChatWholeAndStreamedAgreeAndAnyModelNameIsEchoed) {
 
 TEST(HttpLogprobs, CompletionNProbsAndBadValues) {
   TestServer s(small_engine());
-  auto r = post(s, "/completion", Json{{"prompt", "Tap Wi-Fi"}, {"n_predict", 4}, {"temperature", 0}, {"n_probs", 3}});
+  auto r = post_json(s, "/completion", Json{{"prompt", "Tap Wi-Fi"}, {"n_predict", 4}, {"temperature", 0}, {"n_probs", 3}});
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   const Json j = Json::parse(r->body);
@@ -80,7 +77,7 @@ TEST(HttpLogprobs, CompletionNProbsAndBadValues) {
     expect_entry(j["completion_probabilities"][i], /*with_id=*/true);
     EXPECT_EQ(j["completion_probabilities"][i]["id"], j["tokens"][i]);
   }
-  auto plain = post(s, "/completion", Json{{"prompt", "Tap Wi-Fi"}, {"n_predict", 2}});
+  auto plain = post_json(s, "/completion", Json{{"prompt", "Tap Wi-Fi"}, {"n_predict", 2}});
   ASSERT_TRUE(plain);
   EXPECT_FALSE(Json::parse(plain->body).contains("completion_probabilities"));
 
@@ -90,7 +87,7 @@ TEST(HttpLogprobs, CompletionNProbsAndBadValues) {
     b.erase("logprobs");
     b.erase("top_logprobs");
     b.update(bad);
-    auto e = post(s, "/v1/chat/completions", b);
+    auto e = post_json(s, "/v1/chat/completions", b);
     ASSERT_TRUE(e);
     EXPECT_EQ(e->status, 400) << bad.dump() << " -> " << e->body;
   }

@@ -24,11 +24,6 @@ Json chat_body(const std::string& user, int max_tokens = 6, bool stream = false)
               {"stream", stream}};
 }
 
-Json parse(const httplib::Result& r) {
-  EXPECT_TRUE(r) << "no response";
-  if (!r) return Json();
-  return Json::parse(r->body);
-}
 
 TEST(HttpServer, HealthModelsPropsTokenize) {
   TestServer s(small_engine());
@@ -38,20 +33,20 @@ TEST(HttpServer, HealthModelsPropsTokenize) {
   EXPECT_EQ(h->status, 200);
   EXPECT_EQ(Json::parse(h->body)["status"], "ok");
 
-  const Json models = parse(c->Get("/v1/models"));
+  const Json models = parse_body(c->Get("/v1/models"));
   EXPECT_EQ(models["data"][0]["id"], "tiny");
 
-  const Json props = parse(c->Get("/props"));
+  const Json props = parse_body(c->Get("/props"));
   EXPECT_EQ(props["total_slots"], 1);
   EXPECT_EQ(props["serving"]["checkpoint_policy"], "divergence");
 
-  const Json tok = parse(c->Post("/tokenize", to_text(Json{{"content", "<|im_start|>user\nhello"}}), "application/json"));
+  const Json tok = parse_body(c->Post("/tokenize", to_text(Json{{"content", "<|im_start|>user\nhello"}}), "application/json"));
   ASSERT_TRUE(tok["tokens"].is_array());
   ASSERT_GT(tok["tokens"].size(), 2u);
-  const Json detok = parse(c->Post("/detokenize", to_text(Json{{"tokens", tok["tokens"]}}), "application/json"));
+  const Json detok = parse_body(c->Post("/detokenize", to_text(Json{{"tokens", tok["tokens"]}}), "application/json"));
   EXPECT_EQ(detok["content"], "<|im_start|>user\nhello");
   const Json pieces =
-      parse(c->Post("/tokenize", to_text(Json{{"content", "hi"}, {"with_pieces", true}}), "application/json"));
+      parse_body(c->Post("/tokenize", to_text(Json{{"content", "hi"}, {"with_pieces", true}}), "application/json"));
   ASSERT_TRUE(pieces["tokens"][0].contains("piece"));
 }
 
@@ -93,7 +88,7 @@ TEST(HttpServer, ChatCompletionReportsUsageAndEveryServingNumber) {
 TEST(HttpServer, ChatStreamingMatchesTheWholeAnswer) {
   TestServer s(small_engine());
   auto c = s.client();
-  const Json whole = parse(c->Post("/v1/chat/completions", to_text(chat_body("Tap the search field.", 8)), "application/json"));
+  const Json whole = parse_body(c->Post("/v1/chat/completions", to_text(chat_body("Tap the search field.", 8)), "application/json"));
   Json body = chat_body("Tap the search field.", 8, true);
   body["stream_options"] = Json{{"include_usage", true}};
   auto r = c->Post("/v1/chat/completions", to_text(body), "application/json");
@@ -132,7 +127,7 @@ TEST(HttpServer, CompletionStringOrTokenIdsWithLlamaTimings) {
   TestServer s(small_engine());
   auto c = s.client();
   const std::string prompt = "<|im_start|>user\nOpen the camera<|im_end|>\n<|im_start|>assistant\n";
-  const Json a = parse(c->Post("/completion", to_text(Json{{"prompt", prompt}, {"n_predict", 7}, {"temperature", 0}}),
+  const Json a = parse_body(c->Post("/completion", to_text(Json{{"prompt", prompt}, {"n_predict", 7}, {"temperature", 0}}),
                                "application/json"));
   ASSERT_TRUE(a.contains("content")) << a;
   EXPECT_EQ(a["tokens"].size(), 7u);
@@ -142,8 +137,8 @@ TEST(HttpServer, CompletionStringOrTokenIdsWithLlamaTimings) {
                         "prompt_per_token_ms", "prompt_per_second", "predicted_per_second", "new_tokens", "kv_bound"})
     EXPECT_TRUE(a["timings"].contains(k)) << k;
 
-  const Json ids = parse(c->Post("/tokenize", to_text(Json{{"content", prompt}}), "application/json"));
-  const Json b = parse(c->Post("/completion",
+  const Json ids = parse_body(c->Post("/tokenize", to_text(Json{{"content", prompt}}), "application/json"));
+  const Json b = parse_body(c->Post("/completion",
                                to_text(Json{{"prompt", ids["tokens"]}, {"n_predict", 7}, {"temperature", 0}, {"cache_prompt", true}}),
                                "application/json"));
   EXPECT_EQ(b["tokens"], a["tokens"]);
@@ -177,13 +172,13 @@ TEST(HttpServer, StopStringsAndEndOfGeneration) {
   TestServer s(small_engine());
   auto c = s.client();
   const std::string prompt = "Hello there";
-  const Json a = parse(c->Post("/completion", to_text(Json{{"prompt", prompt}, {"n_predict", 12}, {"temperature", 0}, {"ignore_eos", true}}),
+  const Json a = parse_body(c->Post("/completion", to_text(Json{{"prompt", prompt}, {"n_predict", 12}, {"temperature", 0}, {"ignore_eos", true}}),
                                "application/json"));
   const std::string full = a["content"];
   // A stop string taken from the middle of the greedy output ends it there.
   if (full.size() >= 4) {
     const std::string stop = full.substr(2, 2);
-    const Json b = parse(c->Post("/completion",
+    const Json b = parse_body(c->Post("/completion",
                                  to_text(Json{{"prompt", prompt}, {"n_predict", 12}, {"temperature", 0}, {"ignore_eos", true}, {"stop", Json::array({stop})}}),
                                  "application/json"));
     EXPECT_EQ(b["stop_type"], "word");
@@ -415,7 +410,7 @@ TEST(HttpServer, SlotsAndMetricsDescribeTheEngine) {
   TestServer s(small_engine(2, 4));
   auto c = s.client();
   ASSERT_EQ(c->Post("/v1/chat/completions", to_text(chat_body("one", 3)), "application/json")->status, 200);
-  const Json slots = parse(c->Get("/slots"));
+  const Json slots = parse_body(c->Get("/slots"));
   ASSERT_EQ(slots.size(), 2u);
   EXPECT_EQ(slots[0]["state"], "idle");
   EXPECT_GT(slots[0]["kv_bytes"].get<int64_t>(), 0);
@@ -436,11 +431,11 @@ TEST(HttpServer, SlotsAndMetricsDescribeTheEngine) {
     EXPECT_NE(m->body.find(name), std::string::npos) << name;
 
   // Run-time switch.
-  const Json p = parse(c->Post("/props", to_text(Json{{"checkpoint_policy", "marconi"}, {"consolidate_batches", false}}),
+  const Json p = parse_body(c->Post("/props", to_text(Json{{"checkpoint_policy", "marconi"}, {"consolidate_batches", false}}),
                                "application/json"));
   EXPECT_EQ(p["serving"]["checkpoint_policy"], "marconi");
   EXPECT_EQ(p["serving"]["consolidate_batches"], false);
-  const Json after = parse(c->Post("/v1/chat/completions", to_text(chat_body("two", 2)), "application/json"));
+  const Json after = parse_body(c->Post("/v1/chat/completions", to_text(chat_body("two", 2)), "application/json"));
   EXPECT_EQ(after["timings"]["policy"], "marconi");
   EXPECT_EQ(after["timings"]["consolidate"], false);
 }
@@ -451,7 +446,7 @@ TEST(HttpServer, PropsReportsTheServingSettingsTable) {
   const serve::EngineConfig cfg = small_engine();
   TestServer s(cfg);
   auto c = s.client();
-  const Json settings = parse(c->Get("/props"))["settings"];
+  const Json settings = parse_body(c->Get("/props"))["settings"];
   ASSERT_EQ(settings.size(), serve::serving_settings().size());
   for (const auto& r : serve::serving_settings()) {
     SCOPED_TRACE(r.long_name());
@@ -462,7 +457,7 @@ TEST(HttpServer, PropsReportsTheServingSettingsTable) {
     EXPECT_EQ(settings[r.key()]["ablation"], r.ablation);
   }
   EXPECT_EQ(settings["ctx-size"]["value"], std::to_string(cfg.n_ctx));
-  const Json p = parse(c->Post("/props", to_text(Json{{"checkpoint_policy", "stock"}, {"consolidate_batches", false}}),
+  const Json p = parse_body(c->Post("/props", to_text(Json{{"checkpoint_policy", "stock"}, {"consolidate_batches", false}}),
                                "application/json"));
   EXPECT_EQ(p["settings"]["checkpoint-policy"]["value"], "stock");
   EXPECT_EQ(p["settings"]["consolidate-batches"]["value"], "off");

@@ -33,7 +33,7 @@ namespace {
 using namespace tandem::http::testing;
 using namespace std::chrono_literals;
 
-Json chat_body(const std::string& user, bool stream = false) {
+Json watchdog_chat(const std::string& user, bool stream = false) {
   return Json{{"model", "tiny"},
               {"messages", Json::array({Json{{"role", "user"}, {"content", user}}})},
               {"max_tokens", 4},
@@ -58,7 +58,7 @@ TEST(HttpWatchdog, HealthAndTheClientSeeAHungPassThenTheServerRecovers) {
   ASSERT_EQ(c->Get("/health")->status, 200);
 
   // Whole: the stuck request's client reads a 503 naming the watchdog, the work and the deadline.
-  auto r = c->Post("/v1/chat/completions", to_text(chat_body("Open the settings app.")), "application/json");
+  auto r = c->Post("/v1/chat/completions", to_text(watchdog_chat("Open the settings app.")), "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 503) << r->body;
   const Json err = Json::parse(r->body)["error"];
@@ -88,11 +88,11 @@ TEST(HttpWatchdog, HealthAndTheClientSeeAHungPassThenTheServerRecovers) {
   EXPECT_EQ(wd["last_trip"]["deadline_ms"], 300);
 
   // New requests, whole and streamed, are refused with the reason while it is stuck.
-  auto r2 = c->Post("/v1/chat/completions", to_text(chat_body("Tap the search field.")), "application/json");
+  auto r2 = c->Post("/v1/chat/completions", to_text(watchdog_chat("Tap the search field.")), "application/json");
   ASSERT_TRUE(r2);
   EXPECT_EQ(r2->status, 503);
   EXPECT_NE(r2->body.find("watchdog: the engine is stuck"), std::string::npos) << r2->body;
-  auto r3 = c->Post("/v1/chat/completions", to_text(chat_body("Tap the search field.", true)), "application/json");
+  auto r3 = c->Post("/v1/chat/completions", to_text(watchdog_chat("Tap the search field.", true)), "application/json");
   ASSERT_TRUE(r3);
   EXPECT_EQ(r3->status, 503);
 
@@ -116,7 +116,7 @@ TEST(HttpWatchdog, HealthAndTheClientSeeAHungPassThenTheServerRecovers) {
   }));
   EXPECT_EQ(Json::parse(c->Get("/health")->body), Json({{"status", "ok"}}));
   ASSERT_TRUE(wait_until([&] { return all_slots_idle(*s.engine); }));
-  auto ok = c->Post("/v1/chat/completions", to_text(chat_body("Tap the search field.")), "application/json");
+  auto ok = c->Post("/v1/chat/completions", to_text(watchdog_chat("Tap the search field.")), "application/json");
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200) << ok->body;
 }
@@ -131,7 +131,7 @@ TEST(HttpWatchdog, AStreamedAnswerEndsWithTheWatchdogsError) {
   TestServer s(cfg);
   OpenOnExit opener{gate};
   auto c = s.client();
-  auto r = c->Post("/v1/chat/completions", to_text(chat_body("Open the settings app.", true)), "application/json");
+  auto r = c->Post("/v1/chat/completions", to_text(watchdog_chat("Open the settings app.", true)), "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);  // the stream had started
   const std::vector<std::string> ev = sse_data(r->body);
@@ -235,7 +235,7 @@ TEST(HttpWatchdog, TheServerProcessExitsWithStatus75) {
   httplib::Client c("127.0.0.1", port);
   c.set_connection_timeout(5);
   c.set_read_timeout(120);
-  auto r = c.Post("/v1/chat/completions", to_text(chat_body("Open the settings app.")), "application/json");
+  auto r = c.Post("/v1/chat/completions", to_text(watchdog_chat("Open the settings app.")), "application/json");
   ASSERT_TRUE(r) << "no answer before the exit";
   EXPECT_EQ(r->status, 503);
   EXPECT_NE(r->body.find("watchdog: slot 0, request 1: a forward pass of"), std::string::npos) << r->body;

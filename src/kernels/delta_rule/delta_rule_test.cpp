@@ -22,16 +22,16 @@
 namespace tandem::kernels {
 namespace {
 
-struct Case {
+struct DeltaCase {
   int H_k, H_v, d;
   int64_t T;
   std::vector<float> q, k, v, g, beta, state0;
 };
 
-Case make_case(int H_k, int H_v, int d, int64_t T, uint32_t seed) {
+DeltaCase make_case(int H_k, int H_v, int d, int64_t T, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u11(-1.0f, 1.0f), uv(-0.3f, 5.0f), ug(-20.0f, -1e-4f), ub(0.0f, 1.0f);
-  Case c{H_k, H_v, d, T, {}, {}, {}, {}, {}, {}};
+  DeltaCase c{H_k, H_v, d, T, {}, {}, {}, {}, {}, {}};
   c.q.resize(T * H_k * d);
   c.k.resize(T * H_k * d);
   c.v.resize(T * H_v * d);
@@ -51,7 +51,7 @@ Case make_case(int H_k, int H_v, int d, int64_t T, uint32_t seed) {
   return c;
 }
 
-DeltaRuleInput input_of(Case& c, float* out) {
+DeltaRuleInput input_of(DeltaCase& c, float* out) {
   DeltaRuleInput in;
   in.H_k = c.H_k;
   in.H_v = c.H_v;
@@ -70,7 +70,7 @@ DeltaRuleInput input_of(Case& c, float* out) {
 }
 
 // Plain double-precision oracle of spec §4.3 step 6, written independently of both kernels.
-void oracle(const Case& c, std::vector<double>& S, std::vector<double>& out, std::vector<std::vector<double>>* states) {
+void oracle(const DeltaCase& c, std::vector<double>& S, std::vector<double>& out, std::vector<std::vector<double>>* states) {
   const int d = c.d;
   S.assign(c.state0.begin(), c.state0.end());
   out.assign(c.T * c.H_v * d, 0.0);
@@ -102,7 +102,7 @@ struct OracleRun {
   std::vector<double> S, out;
   std::vector<std::vector<double>> states;
 };
-OracleRun run_oracle(const Case& c) {
+OracleRun run_oracle(const DeltaCase& c) {
   OracleRun r;
   oracle(c, r.S, r.out, &r.states);
   return r;
@@ -120,7 +120,7 @@ class DeltaRuleTest : public ::testing::TestWithParam<std::tuple<Shape, int64_t>
 TEST_P(DeltaRuleTest, ChunkedAndRecurrentMatchOracle) {
   const Shape sh = std::get<0>(GetParam());
   const int64_t T = std::get<1>(GetParam());
-  Case c = make_case(sh.H_k, sh.H_v, sh.d, T, 1234u + static_cast<uint32_t>(T) + 7u * static_cast<uint32_t>(sh.d));
+  DeltaCase c = make_case(sh.H_k, sh.H_v, sh.d, T, 1234u + static_cast<uint32_t>(T) + 7u * static_cast<uint32_t>(sh.d));
   std::vector<double> S_ref, o_ref;
   oracle(c, S_ref, o_ref, nullptr);
 
@@ -163,7 +163,7 @@ INSTANTIATE_TEST_SUITE_P(Lengths, DeltaRuleTest,
 
 TEST(DeltaRule, ChunkedCutStatesEqualPerTokenStates) {
   for (const Shape& sh : kShapes) {
-    Case c = make_case(sh.H_k, sh.H_v, sh.d, 150, 99u + static_cast<uint32_t>(sh.d));
+    DeltaCase c = make_case(sh.H_k, sh.H_v, sh.d, 150, 99u + static_cast<uint32_t>(sh.d));
     const OracleRun ref = run_oracle(c);
     const std::vector<int64_t> cuts = {0, 1, 37, 64, 64, 100, 129, 150};
     const int64_t sf = static_cast<int64_t>(c.H_v) * c.d * c.d;
@@ -188,7 +188,7 @@ TEST(DeltaRule, ChunkedCutStatesEqualPerTokenStates) {
 
 TEST(DeltaRule, RecurrentSnapshotsAreThePerTokenStates) {
   for (const Shape& sh : kShapes) {
-    Case c = make_case(sh.H_k, sh.H_v, sh.d, 9, 7u + static_cast<uint32_t>(sh.d));
+    DeltaCase c = make_case(sh.H_k, sh.H_v, sh.d, 9, 7u + static_cast<uint32_t>(sh.d));
     const OracleRun ref = run_oracle(c);
     const int64_t sf = static_cast<int64_t>(c.H_v) * c.d * c.d;
     const int64_t from = 5;
@@ -232,7 +232,7 @@ TEST(DeltaRule, RecurrentSnapshotsAreThePerTokenStates) {
 TEST(DeltaRule, RecurrentBatchEqualsTokenByTokenBitForBit) {
   for (const Shape& sh : kShapes)
     for (int64_t T : {2, 4, 5, 67}) {
-      Case c = make_case(sh.H_k, sh.H_v, sh.d, T, 77u + static_cast<uint32_t>(sh.d * T));
+      DeltaCase c = make_case(sh.H_k, sh.H_v, sh.d, T, 77u + static_cast<uint32_t>(sh.d * T));
       const int64_t ld = static_cast<int64_t>(c.H_v) * c.d;
       for (CpuTier tier : machine_tiers()) {
         SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << sh.d << ", T=" << T);
@@ -261,7 +261,7 @@ TEST(DeltaRule, RecurrentBatchEqualsTokenByTokenBitForBit) {
 TEST(DeltaRule, RecurrentFromAnotherBufferEqualsInPlace) {
   for (const Shape& sh : kShapes)
     for (int64_t T : {1, 4, 70}) {
-      Case c = make_case(sh.H_k, sh.H_v, sh.d, T, 41u + static_cast<uint32_t>(sh.d + T));
+      DeltaCase c = make_case(sh.H_k, sh.H_v, sh.d, T, 41u + static_cast<uint32_t>(sh.d + T));
       const int64_t sf = static_cast<int64_t>(c.H_v) * c.d * c.d, ld = static_cast<int64_t>(c.H_v) * c.d;
       for (CpuTier tier : machine_tiers()) {
         SCOPED_TRACE(testing::Message() << "tier " << cpu_tier_name(tier) << ", d=" << sh.d << ", T=" << T);
@@ -284,7 +284,7 @@ TEST(DeltaRule, RecurrentFromAnotherBufferEqualsInPlace) {
 // and gives those heads the same result as a full run.
 TEST(DeltaRule, HeadRangeTouchesOnlyItsHeads) {
   for (int d : {32, 128}) {
-    Case c = make_case(2, 4, d, 70, 31u + static_cast<uint32_t>(d));
+    DeltaCase c = make_case(2, 4, d, 70, 31u + static_cast<uint32_t>(d));
     const int64_t sf = static_cast<int64_t>(c.H_v) * d * d, hf = static_cast<int64_t>(d) * d;
     const int64_t ld = static_cast<int64_t>(c.H_v) * d;
     const std::vector<int64_t> cuts = {20, 64};
@@ -326,7 +326,7 @@ TEST(DeltaRule, HeadRangeTouchesOnlyItsHeads) {
 
 // Both kernels on every tier from c.state0: outputs and final states within 1e-5 relative of the
 // oracle's.
-void expect_both_match_oracle(Case& c) {
+void expect_both_match_oracle(DeltaCase& c) {
   std::vector<double> S_ref, o_ref;
   oracle(c, S_ref, o_ref, nullptr);
   for (CpuTier tier : machine_tiers()) {
@@ -346,7 +346,7 @@ void expect_both_match_oracle(Case& c) {
 // of I + A in the chunked algorithm (T's entries alternate and grow).
 TEST(DeltaRule, CorrelatedKeysMatchOracle) {
   for (int d : {32, 128}) {
-    Case c = make_case(1, 2, d, 200, 11u + static_cast<uint32_t>(d));
+    DeltaCase c = make_case(1, 2, d, 200, 11u + static_cast<uint32_t>(d));
     std::mt19937 rng(5);
     std::uniform_real_distribution<float> u11(-1.0f, 1.0f), ub(0.9f, 1.0f), ug(-1e-3f, 0.0f);
     std::vector<float> base(d);
@@ -364,7 +364,7 @@ TEST(DeltaRule, CorrelatedKeysMatchOracle) {
 // Fast decays: e^G underflows inside a chunk (and to denormals in float).
 TEST(DeltaRule, StrongDecaysMatchOracle) {
   for (int d : {32, 128}) {
-    Case c = make_case(2, 4, d, 130, 5u + static_cast<uint32_t>(d));
+    DeltaCase c = make_case(2, 4, d, 130, 5u + static_cast<uint32_t>(d));
     std::mt19937 rng(77);
     std::uniform_real_distribution<float> ug(-20.0f, 0.0f);
     for (auto& x : c.g) x = ug(rng);

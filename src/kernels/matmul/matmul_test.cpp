@@ -20,7 +20,7 @@
 namespace tandem::kernels {
 namespace {
 
-struct Case {
+struct MatmulCase {
   GgmlType type;
   int64_t cols;
 };
@@ -48,10 +48,10 @@ struct RandomWeights {
   }
 };
 
-class MatmulTest : public ::testing::TestWithParam<Case> {};
+class MatmulTest : public ::testing::TestWithParam<MatmulCase> {};
 
 TEST_P(MatmulTest, EveryTierMatchesScalarReference) {
-  const Case c = GetParam();
+  const MatmulCase c = GetParam();
   std::mt19937 rng(static_cast<uint32_t>(c.cols * 131 + static_cast<int>(c.type)));
   std::normal_distribution<float> nd(0.0f, 1.0f);
   // 37 rows: one AMX row panel with a partial 16-row group; 150: three panels, the last partial;
@@ -102,7 +102,7 @@ TEST_P(MatmulTest, EveryTierMatchesScalarReference) {
 // packed or not, threaded or not — against a float64 product of the dequantized rows, and not
 // the converted-activation product (the mode really changes the path for non-F32 weights).
 TEST_P(MatmulTest, ExactActivationsMultiplyTheDequantizedWeights) {
-  const Case c = GetParam();
+  const MatmulCase c = GetParam();
   std::mt19937 rng(static_cast<uint32_t>(c.cols * 7 + 3));
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (int64_t rows : {37, 300}) {
@@ -154,7 +154,7 @@ TEST_P(MatmulTest, ExactActivationsMultiplyTheDequantizedWeights) {
 // bit the product of that column alone, on every tier and for packed weights, so that
 // verifying 1 + k tokens in one pass gives exactly the logits of k + 1 decode steps.
 TEST_P(MatmulTest, EachColumnEqualsItsSingleColumnProductBitForBit) {
-  const Case c = GetParam();
+  const MatmulCase c = GetParam();
   std::mt19937 rng(static_cast<uint32_t>(c.cols * 7 + 3));
   std::normal_distribution<float> nd(0.0f, 1.0f);
   const int64_t rows = 70;
@@ -193,7 +193,7 @@ TEST_P(MatmulTest, EachColumnEqualsItsSingleColumnProductBitForBit) {
 // give the tile products' bits (the same integer block sums, the same float operations), or a
 // verification pass of 5+ tokens would not reproduce decode steps.
 TEST_P(MatmulTest, PackedVectorUnitsEqualTilesBitForBit) {
-  const Case c = GetParam();
+  const MatmulCase c = GetParam();
   if (!tier_has(cpu_features().best_tier(), CpuTier::Amx)) GTEST_SKIP() << "no AMX on this machine";
   std::mt19937 rng(static_cast<uint32_t>(c.cols * 5 + 1));
   std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -223,7 +223,7 @@ TEST_P(MatmulTest, PackedVectorUnitsEqualTilesBitForBit) {
 // Heights with a partial half-group (13, 37) and a partial task (300); token counts across the
 // kernel's chunks of 4; threaded and not.
 TEST_P(MatmulTest, PackedAvx2EqualsRowKernelBitForBit) {
-  const Case c = GetParam();
+  const MatmulCase c = GetParam();
   if (!tier_has(cpu_features().best_tier(), CpuTier::Avx2)) GTEST_SKIP() << "no AVX2 on this machine";
   if (c.type != GgmlType::Q4_0) GTEST_SKIP() << ggml_type_name(c.type) << ": no packed AVX2 kernel";
   std::mt19937 rng(static_cast<uint32_t>(c.cols * 13 + 7));
@@ -252,7 +252,7 @@ TEST_P(MatmulTest, PackedAvx2EqualsRowKernelBitForBit) {
 // super-block sums, the same FMA per super-block): a model's logits do not depend on which of
 // the two tiers ran its Q6_K matrices.
 TEST_P(MatmulTest, PackedAvx2Q6KEqualsAvx512PackedBitForBit) {
-  const Case c = GetParam();
+  const MatmulCase c = GetParam();
   if (c.type != GgmlType::Q6_K) GTEST_SKIP() << ggml_type_name(c.type) << ": not Q6_K";
   if (!tier_has(cpu_features().best_tier(), CpuTier::Avx512Vnni)) GTEST_SKIP() << "no AVX-512 VNNI on this machine";
   std::mt19937 rng(static_cast<uint32_t>(c.cols * 17 + 3));
@@ -278,7 +278,7 @@ TEST_P(MatmulTest, PackedAvx2Q6KEqualsAvx512PackedBitForBit) {
 // for matrices of different heights (16 rows: less than one AMX panel; 70; 130), packed or not,
 // at one and several columns; and a set mixing in another type falls back to one product each.
 TEST_P(MatmulTest, MultiEqualsSeparateProductsBitForBit) {
-  const Case c = GetParam();
+  const MatmulCase c = GetParam();
   std::mt19937 rng(static_cast<uint32_t>(c.cols * 11 + 5));
   std::normal_distribution<float> nd(0.0f, 1.0f);
   const int64_t heights[] = {70, 16, 130};
@@ -327,7 +327,7 @@ constexpr CpuTier kAllTiers[] = {CpuTier::Scalar, CpuTier::Avx2, CpuTier::Avx512
 // the neon tier, at one token (SDOT / SMULL) and several (SMMLA from two), odd row counts (SMMLA's
 // row pairs) and odd token counts (its column pairs).
 TEST_P(MatmulTest, ArmTiersGiveTheSameBits) {
-  const Case c = GetParam();
+  const MatmulCase c = GetParam();
   if (!tier_has(cpu_features().best_tier(), CpuTier::Dotprod))
     GTEST_SKIP() << "fewer than two Arm tiers on this machine (" << cpu_tier_name(cpu_features().best_tier()) << ")";
   std::mt19937 rng(static_cast<uint32_t>(c.cols * 19 + 1));
@@ -356,7 +356,7 @@ TEST_P(MatmulTest, ArmTiersGiveTheSameBits) {
 // Arm tier a K-quant product is the scalar tier's bit for bit, one token or several, at row
 // counts that do not fill a column group.
 TEST_P(MatmulTest, ArmKQuantsGiveTheScalarBits) {
-  const Case c = GetParam();
+  const MatmulCase c = GetParam();
   if (c.type != GgmlType::Q4_K && c.type != GgmlType::Q5_K && c.type != GgmlType::Q6_K)
     GTEST_SKIP() << "not a K-quant with an Arm kernel";
   if (!tier_has(cpu_features().best_tier(), CpuTier::Neon))
@@ -460,12 +460,12 @@ TEST(PlanMatrix, LayoutAgreesWithEveryPath) {
 
 INSTANTIATE_TEST_SUITE_P(
     Types, MatmulTest,
-    ::testing::Values(Case{GgmlType::F32, 37}, Case{GgmlType::F32, 256}, Case{GgmlType::F16, 100},
-                      Case{GgmlType::BF16, 64}, Case{GgmlType::Q4_0, 32}, Case{GgmlType::Q4_0, 96}, Case{GgmlType::Q4_0, 1024},
-                      Case{GgmlType::Q4_1, 160}, Case{GgmlType::Q5_0, 96}, Case{GgmlType::Q5_1, 64},
-                      Case{GgmlType::Q8_0, 96}, Case{GgmlType::Q8_0, 1024}, Case{GgmlType::Q8_0, 1312}, Case{GgmlType::Q4_K, 256},
-                      Case{GgmlType::Q4_K, 768}, Case{GgmlType::Q5_K, 512}, Case{GgmlType::Q5_K, 1280}, Case{GgmlType::Q6_K, 256},
-                      Case{GgmlType::Q6_K, 1280}, Case{GgmlType::Q8_K, 256}),
+    ::testing::Values(MatmulCase{GgmlType::F32, 37}, MatmulCase{GgmlType::F32, 256}, MatmulCase{GgmlType::F16, 100},
+                      MatmulCase{GgmlType::BF16, 64}, MatmulCase{GgmlType::Q4_0, 32}, MatmulCase{GgmlType::Q4_0, 96}, MatmulCase{GgmlType::Q4_0, 1024},
+                      MatmulCase{GgmlType::Q4_1, 160}, MatmulCase{GgmlType::Q5_0, 96}, MatmulCase{GgmlType::Q5_1, 64},
+                      MatmulCase{GgmlType::Q8_0, 96}, MatmulCase{GgmlType::Q8_0, 1024}, MatmulCase{GgmlType::Q8_0, 1312}, MatmulCase{GgmlType::Q4_K, 256},
+                      MatmulCase{GgmlType::Q4_K, 768}, MatmulCase{GgmlType::Q5_K, 512}, MatmulCase{GgmlType::Q5_K, 1280}, MatmulCase{GgmlType::Q6_K, 256},
+                      MatmulCase{GgmlType::Q6_K, 1280}, MatmulCase{GgmlType::Q8_K, 256}),
     [](const auto& info) {
       return std::string(ggml_type_name(info.param.type)) + "_" + std::to_string(info.param.cols);
     });

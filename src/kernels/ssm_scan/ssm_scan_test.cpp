@@ -32,7 +32,7 @@ std::string name(const Shape& s, int64_t T) {
 }
 
 // One token row holds x | B | C (the conv output, as the model lays it out) plus padding.
-struct Case {
+struct ScanCase {
   Shape s;
   int64_t T, ld, lddt;
   std::vector<float> xbc, dt, dt_bias, A, D, state0;
@@ -61,11 +61,11 @@ struct Case {
   size_t y_floats() const { return static_cast<size_t>(T) * s.H * s.P; }
 };
 
-Case make_case(Shape s, int64_t T, uint32_t seed) {
+ScanCase make_case(Shape s, int64_t T, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd;
   std::uniform_real_distribution<float> u01(0.0f, 1.0f);
-  Case c{s, T, static_cast<int64_t>(s.H) * s.P + 2 * static_cast<int64_t>(s.ng) * s.ds + 3, s.H + 1, {}, {}, {}, {}, {}, {}};
+  ScanCase c{s, T, static_cast<int64_t>(s.H) * s.P + 2 * static_cast<int64_t>(s.ng) * s.ds + 3, s.H + 1, {}, {}, {}, {}, {}, {}};
   c.xbc.resize(static_cast<size_t>(T * c.ld));
   for (auto& v : c.xbc) {
     const float u = nd(rng);
@@ -85,7 +85,7 @@ Case make_case(Shape s, int64_t T, uint32_t seed) {
 }
 
 // Spec B5.1 steps 4-6 in double, written from the spec, independently of the kernels.
-void oracle(const Case& c, std::vector<double>& S, std::vector<double>& y) {
+void oracle(const ScanCase& c, std::vector<double>& S, std::vector<double>& y) {
   const Shape& s = c.s;
   S.assign(c.state0.begin(), c.state0.end());
   y.assign(c.y_floats(), 0.0);
@@ -134,7 +134,7 @@ TEST(SsmScan, EveryTierMatchesScalarReference) {
   uint32_t seed = 1;
   for (const Shape& s : kShapes)
     for (int64_t T : kTs) {
-      const Case c = make_case(s, T, seed++);
+      const ScanCase c = make_case(s, T, seed++);
       std::vector<float> yref(c.y_floats()), Sref = c.state0;
       ssm_scan_ref(c.input(yref.data()), Sref.data());
       for (CpuTier tier : machine_tiers()) {
@@ -153,7 +153,7 @@ TEST(SsmScan, PerTokenMatchesFloat64Oracle) {
   double worst = 0;
   for (const Shape& s : kShapes)
     for (int64_t T : {int64_t{1}, int64_t{65}, int64_t{300}}) {
-      const Case c = make_case(s, T, seed++);
+      const ScanCase c = make_case(s, T, seed++);
       std::vector<double> So, yo;
       oracle(c, So, yo);
       for (CpuTier tier : machine_tiers()) {
@@ -179,7 +179,7 @@ TEST(SsmScan, ChunkedMatchesPerTokenScan) {
   double worst = 0;
   for (const Shape& s : kShapes)
     for (int64_t T : kTs) {
-      const Case c = make_case(s, T, seed++);
+      const ScanCase c = make_case(s, T, seed++);
       std::vector<double> So, yo;
       oracle(c, So, yo);
       std::vector<float> ypt(c.y_floats()), Spt = c.state0;
@@ -204,7 +204,7 @@ TEST(SsmScan, ChunkedMatchesPerTokenScan) {
 TEST(SsmScan, StateCarriedAcrossCalls) {
   const Shape s{4, 24, 128, 2};
   const int64_t T = 150;
-  const Case c = make_case(s, T, 300);
+  const ScanCase c = make_case(s, T, 300);
   const int64_t HP = static_cast<int64_t>(s.H) * s.P;
   for (CpuTier tier : machine_tiers()) {
     std::vector<float> yw(c.y_floats()), Sw = c.state0;
@@ -240,7 +240,7 @@ TEST(SsmScan, StateCarriedAcrossCalls) {
 // Heads split between calls (a thread pool's ranges, not on group boundaries) give the same bits.
 TEST(SsmScan, HeadRangesSplitTheWork) {
   const Shape s{6, 20, 64, 2};
-  const Case c = make_case(s, 70, 400);
+  const ScanCase c = make_case(s, 70, 400);
   for (CpuTier tier : machine_tiers())
     for (bool chunked : {false, true}) {
       std::vector<float> yw(c.y_floats()), Sw = c.state0;
@@ -268,7 +268,7 @@ TEST(SsmScan, HeadRangesSplitTheWork) {
 // the oracle on every tier, per token and chunked.
 TEST(SsmScan, SoftplusPassthroughAboveTwenty) {
   const Shape s{4, 16, 64, 1};
-  Case c = make_case(s, 80, 500);
+  ScanCase c = make_case(s, 80, 500);
   for (int64_t t = 0; t < c.T; t += 5) c.dt[t * c.lddt + (t / 5) % s.H] = t % 2 ? 100.0f : 21.0f;
   std::vector<double> So, yo;
   oracle(c, So, yo);

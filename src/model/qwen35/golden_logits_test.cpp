@@ -37,7 +37,7 @@ using golden::read_tokens;
 using golden::run;
 
 const fs::path kGolden = fs::path(TANDEM_SHARED_DIR) / "golden";
-constexpr int64_t kVocab = 1027;
+using golden::kVocab;
 
 // "ref A" and "ref B" max columns of the README's quantized tables, by "a-Q4_0.s3".
 struct RefRow { double ref_a, ref_b; };
@@ -73,7 +73,7 @@ Compare compare(const std::vector<float>& ours, const std::vector<float>& ref, d
   return golden::compare(ours, ref, kVocab, margin_floor);
 }
 
-const char* kSeqs[] = {"s1", "s2", "s3", "s4", "s5"};
+using golden::kSeqs;
 
 std::unique_ptr<Qwen35Model> load_golden(const std::string& name) {
   return Qwen35Model::load((kGolden / "models" / ("qwen35-golden-" + name + ".gguf")).string());

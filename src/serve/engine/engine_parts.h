@@ -14,6 +14,7 @@
 
 #include "serve/engine/engine.h"
 #include "serve/engine/grammar_picker.h"
+#include "runtime/elapsed.h"
 #include "serve/spec/grammar_drafts.h"
 #include "text/stop_strings.h"
 
@@ -21,9 +22,6 @@ namespace tandem::serve {
 
 using Clock = std::chrono::steady_clock;
 
-inline double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
 
 // Wakes the scheduler; shared with the Generations' cancel hooks so that a late cancel() never
 // touches a destroyed engine.

@@ -1,4 +1,5 @@
 #include "serve/engine/grammar_picker.h"
+#include "runtime/elapsed.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,7 +10,6 @@ namespace tandem::serve {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 }  // namespace
 
 int32_t GrammarPicker::picked(std::span<const float> logits, int32_t t) {

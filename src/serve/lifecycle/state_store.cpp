@@ -1,4 +1,5 @@
 #include "serve/lifecycle/state_store.h"
+#include "runtime/elapsed.h"
 
 #include <unistd.h>
 
@@ -23,9 +24,6 @@ bool is_cache_file(std::string_view name) {
          name.substr(name.size() - kCacheSuffix.size()) == kCacheSuffix;
 }
 
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 }  // namespace
 
 std::string cache_file_name(const PromptCacheEntry& e, uint64_t model_fingerprint) {

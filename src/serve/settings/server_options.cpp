@@ -7,7 +7,6 @@ namespace tandem::serve {
 namespace {
 
 
-constexpr int64_t kBig = int64_t(1) << 40;
 
 // An integer row (serving_settings.h's builder; no front-end row changes a count).
 template <class Field>
@@ -30,7 +29,7 @@ FrontEndSetting row(std::vector<std::string> names, std::vector<std::string> ali
   return r;
 }
 
-std::vector<FrontEndSetting> make_table() {
+std::vector<FrontEndSetting> make_front_end_table() {
   using O = ServerOptions;
   using S = const std::string&;
   std::vector<FrontEndSetting> t;
@@ -52,7 +51,7 @@ std::vector<FrontEndSetting> make_table() {
   t.push_back(int_row({"--http-threads"}, {}, "N", "threads that run complete requests (default: parallel + queue + 8)",
                       0, 4096, [](auto& o) -> auto& { return o.http_threads; }));
   t.push_back(int_row({"--idle-release-ms"}, {}, "N", "release compute resources after N ms idle, 0 = never (default {})",
-                      0, kBig, [](auto& o) -> auto& { return o.idle_release_ms; }));
+                      0, kSettingUnbounded, [](auto& o) -> auto& { return o.idle_release_ms; }));
   t.push_back(row({"--cpu-dma-latency"}, {}, "",
                   "while active, hold a /dev/cpu_dma_latency request (no deep C-states)\n"
                   "when that device is writable; closed on release (default {})",
@@ -105,7 +104,7 @@ std::vector<FrontEndSetting> make_table() {
 }  // namespace
 
 const std::vector<FrontEndSetting>& front_end_settings() {
-  static const std::vector<FrontEndSetting> table = make_table();
+  static const std::vector<FrontEndSetting> table = make_front_end_table();
   return table;
 }
 

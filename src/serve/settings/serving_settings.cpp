@@ -63,7 +63,6 @@ std::string setting_help_line(const std::vector<std::string>& names, const std::
 
 namespace {
 
-constexpr int64_t kBig = int64_t(1) << 40;
 
 std::string probability_text(float p) {
   std::ostringstream o;
@@ -86,7 +85,7 @@ ServingSetting on_off_row(std::vector<std::string> names, std::string help, bool
 std::vector<ServingSetting> make_table() {
   std::vector<ServingSetting> t;
   // Slots and context.
-  t.push_back(int_row({"-c", "--ctx-size"}, {}, "N", "context per slot in tokens (default {})", true, 2, kBig,
+  t.push_back(int_row({"-c", "--ctx-size"}, {}, "N", "context per slot in tokens (default {})", true, 2, kSettingUnbounded,
                       [](auto& c) -> auto& { return c.n_ctx; }));
   t.push_back(int_row({"-np", "--parallel"}, {}, "N", "slots (default {})", true, 1, 1024,
                       [](auto& c) -> auto& { return c.n_parallel; }));
@@ -136,7 +135,7 @@ std::vector<ServingSetting> make_table() {
   // Checkpoints, prompt cache, policy, batching.
   t.push_back(int_row({"--ctx-checkpoints"}, {}, "N", "checkpoints per slot (default {})", true, 0, 1 << 20,
                       [](auto& c) -> auto& { return c.slot.ctx_checkpoints; }));
-  t.push_back(int_row({"--cache-ram"}, {}, "MIB", "host prompt cache budget, 0 = off (default {})", true, 0, kBig,
+  t.push_back(int_row({"--cache-ram"}, {}, "MIB", "host prompt cache budget, 0 = off (default {})", true, 0, kSettingUnbounded,
                       [](auto& c) -> auto& { return c.cache_ram_mib; }));
   {
     ServingSetting r;
@@ -198,7 +197,7 @@ std::vector<ServingSetting> make_table() {
     t.push_back(std::move(r));
   }
   t.push_back(int_row({"--min-gap"}, {}, "N", "divergence: least L - R for a divergence checkpoint (default {})", true, 0,
-                      kBig, [](auto& c) -> auto& { return c.policy.divergence.min_gap; }));
+                      kSettingUnbounded, [](auto& c) -> auto& { return c.policy.divergence.min_gap; }));
   t.push_back(on_off_row({"--checkpoint-before-image"},
                          "divergence: also keep the state at each image's first row\n"
                          "(default {}, as in the paper)",
@@ -209,9 +208,9 @@ std::vector<ServingSetting> make_table() {
                          true, /*ablation=*/true, [](auto& c) -> auto& { return c.policy.divergence.forecast; }));
   t.push_back(on_off_row({"--consolidate-batches"}, "one tail cut at N - n_ubatch instead of two (default {})", true,
                          /*ablation=*/true, [](auto& c) -> auto& { return c.slot.batch.consolidate; }));
-  t.push_back(int_row({"-b", "--n-batch"}, {"--batch-size"}, "N", "logical batch (default {})", true, 1, kBig,
+  t.push_back(int_row({"-b", "--n-batch"}, {"--batch-size"}, "N", "logical batch (default {})", true, 1, kSettingUnbounded,
                       [](auto& c) -> auto& { return c.slot.batch.n_batch; }));
-  t.push_back(int_row({"-ub", "--n-ubatch"}, {"--ubatch-size"}, "N", "micro-batch = one pass (default {})", true, 1, kBig,
+  t.push_back(int_row({"-ub", "--n-ubatch"}, {"--ubatch-size"}, "N", "micro-batch = one pass (default {})", true, 1, kSettingUnbounded,
                       [](auto& c) -> auto& { return c.slot.batch.n_ubatch; }));
   // Images (docs/vision.md): llama.cpp's budget flags, the encoder cache, a per-request limit.
   t.push_back(int_row({"--image-min-tokens"}, {}, "N",
@@ -223,7 +222,7 @@ std::vector<ServingSetting> make_table() {
                       "a request's \"image_max_tokens\" overrides it",
                       true, -1, 1 << 16, [](auto& c) -> auto& { return c.images.budget.max_tokens; }));
   t.push_back(int_row({"--encoder-cache"}, {}, "MIB",
-                      "encoded images kept by content and budget, 0 = none (default {})", true, 0, kBig,
+                      "encoded images kept by content and budget, 0 = none (default {})", true, 0, kSettingUnbounded,
                       [](auto& c) -> auto& { return c.images.encoder_cache_mib; }));
   t.push_back(int_row({"--max-images"}, {}, "N", "images one request may carry (default {})", false, 0, 1024,
                       [](auto& c) -> auto& { return c.images.max_per_request; }));

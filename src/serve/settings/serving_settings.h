@@ -83,6 +83,9 @@ std::string on_off(bool on);
 std::string setting_help_line(const std::vector<std::string>& names, const std::string& value, const std::string& help,
                               const std::string& default_text);
 
+// The upper bound of an integer setting that has none in practice (a count, a size, a time).
+inline constexpr int64_t kSettingUnbounded = int64_t(1) << 40;
+
 // A row of an integer field in [lo, hi] and a row of an on|off field; `field` maps a Target to the
 // field ([](auto& c) -> auto& { return c.n_ctx; }). Both tables build their rows with these.
 template <class Target, class Field>

@@ -32,7 +32,7 @@ ImagePrompt with_image(const std::vector<int32_t>& before, uint64_t id, int nx, 
   return p;
 }
 
-RequestStats request(Slot& slot, const ImagePrompt& p, std::vector<int64_t> users, int n_out = 2) {
+RequestStats image_request(Slot& slot, const ImagePrompt& p, std::vector<int64_t> users, int n_out = 2) {
   slot.prefill(p.view(users));
   for (int i = 0; i < n_out; ++i) slot.decode(999 * 100000 + i);
   return slot.end_request();
@@ -97,7 +97,7 @@ TEST(ImagePrompt, AnImageMatchesOnlyWholeAndOnlyItself) {
 TEST(ImagePrompt, ImageRowsArePassesOfTheirOwnAndStockMakesNoCheckpointAroundThem) {
   auto slot = dry_slot(std::make_unique<StockPolicy>());
   const auto ep = episode();
-  const RequestStats s1 = request(*slot, ep[0], {10});
+  const RequestStats s1 = image_request(*slot, ep[0], {10});
   // [0,10) user cut, [10,400) text, the image in micro-batches, [1040,1056) text after it, [1056,1060) tail.
   EXPECT_EQ(s1.pass_sizes, (P{10, 390, 512, 128, 16, 4}));
   // The user message and N-4; none at the image's batches or the fill that decoded it (1040).
@@ -110,9 +110,9 @@ TEST(ImagePrompt, ImageRowsArePassesOfTheirOwnAndStockMakesNoCheckpointAroundThe
 TEST(ImagePrompt, StockReprocessesTheTextBeforeTheImageEveryStep) {
   auto slot = dry_slot(std::make_unique<StockPolicy>());
   const auto ep = episode();
-  request(*slot, ep[0], {10});
+  image_request(*slot, ep[0], {10});
   for (size_t k = 1; k < ep.size(); ++k) {
-    const RequestStats s = request(*slot, ep[k], {10});
+    const RequestStats s = image_request(*slot, ep[k], {10});
     EXPECT_EQ(s.lcp, k == 1 ? 350 : 400) << "step " << k + 1;
     EXPECT_EQ(s.restore_pos, 10) << "step " << k + 1;  // only the user-message checkpoint precedes L
     EXPECT_EQ(s.new_tokens, 1050) << "step " << k + 1;
@@ -124,15 +124,15 @@ TEST(ImagePrompt, DivergenceRestoresTheTextBeforeTheImage) {
   DivergenceOptions o;
   auto slot = dry_slot(std::make_unique<DivergencePolicy>(o));
   const auto ep = episode();
-  request(*slot, ep[0], {10});
-  const RequestStats s2 = request(*slot, ep[1], {10});
+  image_request(*slot, ep[0], {10});
+  const RequestStats s2 = image_request(*slot, ep[1], {10});
   EXPECT_EQ(s2.restore_pos, 10);
   EXPECT_EQ(s2.created_positions, (P{350, 1056}));  // L inside the text before the image
-  const RequestStats s3 = request(*slot, ep[2], {10});
+  const RequestStats s3 = image_request(*slot, ep[2], {10});
   EXPECT_EQ(s3.lcp, 400);
   EXPECT_EQ(s3.restore_pos, 350);
   EXPECT_EQ(s3.created_positions, (P{400, 1056}));  // L = the image's first row: the text before it
-  const RequestStats s4 = request(*slot, ep[3], {10});
+  const RequestStats s4 = image_request(*slot, ep[3], {10});
   EXPECT_EQ(s4.restore_pos, 400);                   // every shared text token restored
   EXPECT_EQ(s4.new_tokens, 660);                    // the new image and the text after it
   EXPECT_EQ(s4.created_positions, (P{1056}));
@@ -141,9 +141,9 @@ TEST(ImagePrompt, DivergenceRestoresTheTextBeforeTheImage) {
 TEST(ImagePrompt, DivergenceIgnoresADivergencePointAfterAnImage) {
   auto slot = dry_slot(std::make_unique<DivergencePolicy>());
   const auto h = cat({rules(), seg(10, 100)});
-  request(*slot, with_image(h, 1, 32, 20, seg(9, 60)), {10});
+  image_request(*slot, with_image(h, 1, 32, 20, seg(9, 60)), {10});
   // The same image, the text after it differs 30 tokens in: L = 1070 lies after the image.
-  const RequestStats s = request(*slot, with_image(h, 1, 32, 20, cat({seg(9, 30), seg(8, 30)})), {10});
+  const RequestStats s = image_request(*slot, with_image(h, 1, 32, 20, cat({seg(9, 30), seg(8, 30)})), {10});
   EXPECT_EQ(s.lcp, 1070);
   EXPECT_EQ(s.restore_pos, 10);               // the user-message checkpoint (none after the image)
   EXPECT_FALSE(s.created_positions.empty());  // stock's own checkpoints are still made
@@ -155,13 +155,13 @@ TEST(ImagePrompt, CheckpointBeforeImageKeepsTheImagesFirstRow) {
   o.before_image = true;
   auto slot = dry_slot(std::make_unique<DivergencePolicy>(o));
   const auto ep = episode();
-  const RequestStats s1 = request(*slot, ep[0], {10});
+  const RequestStats s1 = image_request(*slot, ep[0], {10});
   EXPECT_EQ(s1.created_positions, (P{10, 400, 1056}));
   EXPECT_EQ(s1.pass_sizes, (P{10, 390, 512, 128, 16, 4}));  // the copy rides on the pass ending there
-  const RequestStats s2 = request(*slot, ep[1], {10});
+  const RequestStats s2 = image_request(*slot, ep[1], {10});
   EXPECT_EQ(s2.restore_pos, 10);
   EXPECT_EQ(s2.created_positions, (P{350, 400, 1056}));
-  const RequestStats s3 = request(*slot, ep[2], {10});
+  const RequestStats s3 = image_request(*slot, ep[2], {10});
   EXPECT_EQ(s3.restore_pos, 400);
   EXPECT_EQ(s3.new_tokens, 660);
 }
@@ -169,9 +169,9 @@ TEST(ImagePrompt, CheckpointBeforeImageKeepsTheImagesFirstRow) {
 TEST(ImagePrompt, TheSameScreenIsReusedWhole) {
   auto slot = dry_slot(std::make_unique<StockPolicy>());
   const auto h = cat({rules(), seg(10, 100)});
-  request(*slot, with_image(h, 1, 32, 20, seg(9, 20)), {10}, 0);
+  image_request(*slot, with_image(h, 1, 32, 20, seg(9, 20)), {10}, 0);
   // The same prompt again: the live state continues at N - 1, the image rows are all reused.
-  const RequestStats s = request(*slot, with_image(h, 1, 32, 20, seg(9, 20)), {10}, 0);
+  const RequestStats s = image_request(*slot, with_image(h, 1, 32, 20, seg(9, 20)), {10}, 0);
   EXPECT_EQ(s.lcp, 1060);
   EXPECT_EQ(s.image_rows_prefilled, 0);
   EXPECT_EQ(s.image_rows, 640);
@@ -181,7 +181,7 @@ TEST(ImagePrompt, MarconiPlacesNoCheckpointInsideAnImage) {
   auto slot = dry_slot(std::make_unique<MarconiPolicy>());
   const auto ep = episode();
   for (const auto& p : ep) {
-    const RequestStats s = request(*slot, p, {10});
+    const RequestStats s = image_request(*slot, p, {10});
     for (int64_t c : s.created_positions) EXPECT_TRUE(c <= 400 || c >= 1040) << c;
   }
 }
@@ -189,7 +189,7 @@ TEST(ImagePrompt, MarconiPlacesNoCheckpointInsideAnImage) {
 TEST(ImagePrompt, DryRunCountsTheSameWithConsolidation) {
   // Consolidated batching: one tail cut at N - 512, which falls inside the image and is dropped.
   auto slot = dry_slot(std::make_unique<StockPolicy>(), SlotConfig{});
-  const RequestStats s1 = request(*slot, episode()[0], {10});
+  const RequestStats s1 = image_request(*slot, episode()[0], {10});
   EXPECT_EQ(s1.pass_sizes, (P{10, 390, 512, 128, 20}));
   EXPECT_EQ(s1.created_positions, (P{10}));  // the batch after the image belongs to the image's fill
 }

@@ -1,4 +1,5 @@
 #include "serve/slot/slot.h"
+#include "runtime/elapsed.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -11,7 +12,6 @@ namespace tandem::serve {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 }  // namespace
 
 Slot::Slot(std::unique_ptr<StateBackend> backend, std::unique_ptr<CheckpointPolicy> policy, SlotConfig cfg)

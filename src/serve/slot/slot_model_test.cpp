@@ -14,6 +14,7 @@
 #include "serve/backend/dry_run.h"
 #include "serve/backend/model_backend.h"
 #include "serve/policy/policy_factory.h"
+#include "text/sampler.h"
 
 namespace tandem::serve {
 namespace {
@@ -26,9 +27,7 @@ struct Req {
   std::vector<int64_t> users;
 };
 
-int32_t argmax(std::span<const float> v) {
-  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
-}
+using text::argmax_first;
 
 // n ids drawn uniformly from [0, n_vocab) by rng: the episodes' random segments.
 std::vector<int32_t> random_ids(std::mt19937& rng, int n, int32_t n_vocab) {
@@ -41,11 +40,11 @@ std::vector<int32_t> random_ids(std::mt19937& rng, int n, int32_t n_vocab) {
 // kOut greedy tokens after a prefill whose last logits are `first` (the last is not fed back).
 std::vector<int32_t> greedy_output(Slot& slot, std::span<const float> first) {
   std::vector<int32_t> out;
-  int32_t t = argmax(first);
+  int32_t t = argmax_first(first);
   for (int k = 0; k < kOut; ++k) {
     out.push_back(t);
     if (k + 1 == kOut) break;
-    t = argmax(slot.decode(t));
+    t = argmax_first(slot.decode(t));
   }
   return out;
 }
@@ -101,12 +100,12 @@ class SlotOnTinyModel : public ::testing::Test {
     model_->forward(*st, r.prompt, opt, fo);
     first = fo.logits;
     out.clear();
-    int32_t t = argmax(fo.logits);
+    int32_t t = argmax_first(fo.logits);
     for (int i = 0; i < kOut; ++i) {
       out.push_back(t);
       if (i + 1 == kOut) break;
       model_->forward(*st, std::span<const int32_t>(&t, 1), opt, fo);
-      t = argmax(fo.logits);
+      t = argmax_first(fo.logits);
     }
   }
 

@@ -1,4 +1,5 @@
 #include "serve/spec/mtp_drafter.h"
+#include "runtime/elapsed.h"
 
 #include <algorithm>
 #include <chrono>
@@ -14,7 +15,6 @@ namespace tandem::serve {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 constexpr int kTop = 10;  // llama.cpp's draft sampler keeps the top 10 (spec §7.4)
 

@@ -1,4 +1,5 @@
 #include "serve/spec/speculator.h"
+#include "runtime/elapsed.h"
 
 #include <algorithm>
 #include <optional>
@@ -11,7 +12,6 @@ namespace tandem::serve {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 // The grammar with its forced runs hidden: with forced drafts off, the drafter drafts those
 // positions too (the grammar still filters what it proposes).

@@ -36,13 +36,11 @@
 namespace tandem::serve {
 namespace {
 
-constexpr int64_t kCtx = 512;
+constexpr int64_t kSpecCtx = 512;
 
 using test_support::random_tokens;
+using text::argmax_first;
 
-int32_t argmax(std::span<const float> v) {
-  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
-}
 
 std::string test_dir() {
   const std::string d = std::string(TANDEM_BINARY_DIR) + "/test-tmp/speculator";
@@ -63,18 +61,18 @@ std::string trimmed_tiny(const std::string& ftype, int64_t rows) {
   return dst;
 }
 
-struct Req {
+struct SpecReq {
   std::vector<int32_t> prompt;
   std::vector<int64_t> users;
 };
 
 // Agent-like prompts sharing a prefix (so the slot restores checkpoints), one repeated, one
 // unrelated (the prompt cache swaps the slot's sequence), then back.
-std::vector<Req> episode(int64_t n_vocab) {
+std::vector<SpecReq> episode(int64_t n_vocab) {
   const auto rules = random_tokens(40, n_vocab, 11);
-  std::vector<Req> reqs;
+  std::vector<SpecReq> reqs;
   for (int k = 0; k < 4; ++k) {
-    Req r;
+    SpecReq r;
     r.prompt = rules;
     const auto tail = random_tokens(12 + 7 * k, n_vocab, 100 + k);
     r.prompt.insert(r.prompt.end(), tail.begin(), tail.end());
@@ -82,8 +80,8 @@ std::vector<Req> episode(int64_t n_vocab) {
     reqs.push_back(std::move(r));
   }
   reqs.push_back(reqs.back());
-  reqs.push_back(Req{random_tokens(70, n_vocab, 5), {0}});
-  Req back;
+  reqs.push_back(SpecReq{random_tokens(70, n_vocab, 5), {0}});
+  SpecReq back;
   back.prompt.assign(reqs[2].prompt.begin(), reqs[2].prompt.begin() + 50);
   const auto t = random_tokens(9, n_vocab, 6);
   back.prompt.insert(back.prompt.end(), t.begin(), t.end());
@@ -97,25 +95,25 @@ std::vector<Req> episode(int64_t n_vocab) {
 // the stock prefill switch runs it).
 std::vector<int32_t> reference(Qwen35Model& m, const std::vector<int32_t>& prompt, int n_out,
                                GdnAlgorithm prompt_gdn = GdnAlgorithm::Auto) {
-  auto st = m.new_sequence(kCtx);
+  auto st = m.new_sequence(kSpecCtx);
   ForwardOptions opt;
   ForwardOutput fo;
   opt.gdn = prompt_gdn;
   m.forward(*st, prompt, opt, fo);
   opt.gdn = GdnAlgorithm::Auto;
   std::vector<int32_t> out;
-  int32_t t = argmax(fo.logits);
+  int32_t t = argmax_first(fo.logits);
   for (int i = 0; i < n_out; ++i) {
     out.push_back(t);
     if (i + 1 == n_out) break;
     m.forward(*st, std::span<const int32_t>(&t, 1), opt, fo);
-    t = argmax(fo.logits);
+    t = argmax_first(fo.logits);
   }
   return out;
 }
 
 // Runs n_out tokens of one request with decode_speculative; `picker` decides.
-std::vector<int32_t> generate(Slot& slot, const Req& r, int n_out, TokenPicker& picker, int64_t* steps = nullptr) {
+std::vector<int32_t> generate(Slot& slot, const SpecReq& r, int n_out, TokenPicker& picker, int64_t* steps = nullptr) {
   const PrefillReport rep = slot.prefill(Prompt{r.prompt, r.users});
   std::vector<int32_t> out;
   int32_t t = picker.pick(rep.logits);
@@ -152,7 +150,7 @@ class SpeculatorTest : public ::testing::TestWithParam<std::string> {
     SlotConfig cfg;
     cfg.batch = BatchConfig{32, 16, false};
     cfg.ctx_checkpoints = 3;
-    auto mb = std::make_unique<ModelBackend>(m, kCtx);
+    auto mb = std::make_unique<ModelBackend>(m, kSpecCtx);
     if (backend) *backend = mb.get();
     auto slot = std::make_unique<Slot>(std::move(mb), make_policy(pc), cfg);
     slot->set_prompt_cache(cache);
@@ -172,7 +170,7 @@ TEST_P(SpeculatorTest, GreedyOutputEqualsPlainDecodingUnderEverySwitch) {
   Qwen35Model& plain = model(GetParam());
   Qwen35Model& trim = trimmed(GetParam());
   const int64_t n_vocab = plain.hparams().n_vocab;
-  const std::vector<Req> reqs = episode(n_vocab);
+  const std::vector<SpecReq> reqs = episode(n_vocab);
   constexpr int kOut = 14;
   std::vector<std::vector<int32_t>> ref_off, ref_stock;
   {
@@ -181,13 +179,13 @@ TEST_P(SpeculatorTest, GreedyOutputEqualsPlainDecodingUnderEverySwitch) {
     SpecConfig off;
     off.enabled = false;
     slot->enable_speculation(off);
-    for (const Req& r : reqs) {
+    for (const SpecReq& r : reqs) {
       GreedyPicker g;
       ref_off.push_back(generate(*slot, r, kOut, g));
       slot->end_request();
     }
   }
-  for (const Req& r : reqs) ref_stock.push_back(reference(plain, r.prompt, kOut, GdnAlgorithm::Recurrent));
+  for (const SpecReq& r : reqs) ref_stock.push_back(reference(plain, r.prompt, kOut, GdnAlgorithm::Recurrent));
 
   enum class Drafter { Mtp, Correct, Wrong };
   for (int combo = 0; combo < 64; ++combo)
@@ -260,7 +258,7 @@ TEST_P(SpeculatorTest, VerifyRowsAreBitIdenticalToDecodeSteps) {
   for (int k : {3, 8})
     for (bool shared : {true, false}) {
       SCOPED_TRACE("k = " + std::to_string(k) + (shared ? ", column-shared" : ", one column at a time"));
-      auto a = m.new_sequence(kCtx), b = m.new_sequence(kCtx);
+      auto a = m.new_sequence(kSpecCtx), b = m.new_sequence(kSpecCtx);
       ForwardOutput o;
       m.forward(*a, prompt, ForwardOptions{}, o);
       b->copy_from(*a);
@@ -303,7 +301,7 @@ TEST_P(SpeculatorTest, VerifyRowsAreBitIdenticalToDecodeSteps) {
 // speculation (the same draws in the same order from the same logits).
 TEST_P(SpeculatorTest, SampledOutputEqualsPlainSampling) {
   Qwen35Model& m = model(GetParam());
-  const std::vector<Req> reqs = episode(m.hparams().n_vocab);
+  const std::vector<SpecReq> reqs = episode(m.hparams().n_vocab);
   text::SamplerParams sp;
   sp.temperature = 1.5f;
   sp.top_k = 0;
@@ -362,7 +360,7 @@ TEST_P(SpeculatorTest, RollbackStateEqualsPerTokenRunForEveryAcceptedCount) {
       cfg.draft_max = K;
       cfg.column_shared_verify = shared;
       cfg.replay_rollback = replay;
-      ModelBackend mb(m, kCtx);
+      ModelBackend mb(m, kSpecCtx);
       mb.start_speculation(cfg);
       Speculator spec(mb, cfg);
       mb.run(prompt, {}, false, {});
@@ -372,7 +370,7 @@ TEST_P(SpeculatorTest, RollbackStateEqualsPerTokenRunForEveryAcceptedCount) {
         d.clear();
         for (int i = 0; i < K; ++i) d.push_back(i < j ? ref[1 + i] : (ref[1 + i] + 7) % static_cast<int32_t>(n_vocab));
       });
-      auto plain = m.new_sequence(kCtx);  // the same prefilled state, decoded token by token below
+      auto plain = m.new_sequence(kSpecCtx);  // the same prefilled state, decoded token by token below
       plain->copy_from(mb.state());
       GreedyPicker g;
       SpecStep step;
@@ -390,7 +388,7 @@ TEST_P(SpeculatorTest, RollbackStateEqualsPerTokenRunForEveryAcceptedCount) {
       // Reference 2: the whole sequence per token from scratch (F32: the quantized types round
       // their activations to 8 bits, where last-bit differences of the prompt's chunked
       // algorithm can move a value by a quantization step).
-      auto scratch = m.new_sequence(kCtx);
+      auto scratch = m.new_sequence(kSpecCtx);
       std::vector<int32_t> all = prompt;
       all.insert(all.end(), ref.begin(), ref.begin() + 1 + j);
       ForwardOptions pt;
@@ -420,7 +418,7 @@ TEST_P(SpeculatorTest, RollbackStateEqualsPerTokenRunForEveryAcceptedCount) {
         lm = std::max(lm, std::fabs(double(b.logits[i])));
       }
       EXPECT_LE(ld, 1e-5 * lm);
-      EXPECT_EQ(argmax(a_logits), argmax(b.logits));
+      EXPECT_EQ(argmax_first(a_logits), argmax_first(b.logits));
     }
 }
 
@@ -434,7 +432,7 @@ TEST_P(SpeculatorTest, MtpStateFollowsTheTrunkThroughRestores) {
   // not depend on the weight type: F32 and Q8_0 cover it.
   if (GetParam() == "Q4_0" || GetParam() == "Q4_K_M") GTEST_SKIP() << "compared on F32 and Q8_0 (see the comment)";
   Qwen35Model& m = model(GetParam());
-  const std::vector<Req> reqs = episode(m.hparams().n_vocab);
+  const std::vector<SpecReq> reqs = episode(m.hparams().n_vocab);
   PromptCache cache;
   ModelBackend* slot_backend = nullptr;
   auto slot = make_slot(m, &cache, &slot_backend);
@@ -444,10 +442,10 @@ TEST_P(SpeculatorTest, MtpStateFollowsTheTrunkThroughRestores) {
     const PrefillReport rep = slot->prefill(Prompt{reqs[i].prompt, reqs[i].users});
     restored += rep.stats.checkpoints_restored;
     loaded += rep.stats.prompt_cache_loaded;
-    const int32_t last = argmax(rep.logits);
+    const int32_t last = argmax_first(rep.logits);
     const std::vector<int32_t> got = slot->speculator()->draft(last, 3, slot->cached_tokens());
 
-    ModelBackend fresh_backend(m, kCtx);
+    ModelBackend fresh_backend(m, kSpecCtx);
     fresh_backend.start_speculation(SpecConfig{});
     Speculator fresh(fresh_backend, SpecConfig{});
     fresh_backend.run(reqs[i].prompt, {}, false, {});
@@ -481,7 +479,7 @@ TEST_P(SpeculatorTest, MtpStateFollowsTheTrunkThroughRestores) {
 // Stop tokens and max_tokens bound what a step emits and feeds.
 TEST_P(SpeculatorTest, StopTokensAndMaxTokensEndTheStep) {
   Qwen35Model& m = model(GetParam());
-  const std::vector<Req> reqs = episode(m.hparams().n_vocab);
+  const std::vector<SpecReq> reqs = episode(m.hparams().n_vocab);
   const std::vector<int32_t> ref = reference(m, reqs[0].prompt, 8);
   auto slot = make_slot(m);
   Speculator& spec = slot->enable_speculation(SpecConfig{});
@@ -520,13 +518,13 @@ TEST_P(SpeculatorTest, StopTokensAndMaxTokensEndTheStep) {
 // sampled token.
 TEST_P(SpeculatorTest, PromptPassesWithAndWithoutRollbackStatesAgreeBitForBit) {
   Qwen35Model& m = model(GetParam());
-  const std::vector<Req> reqs = episode(m.hparams().n_vocab);
-  for (const Req& r : {reqs[0], reqs[5]}) {
-    auto plain_st = m.new_sequence(kCtx), spec_st = m.new_sequence(kCtx);
+  const std::vector<SpecReq> reqs = episode(m.hparams().n_vocab);
+  for (const SpecReq& r : {reqs[0], reqs[5]}) {
+    auto plain_st = m.new_sequence(kSpecCtx), spec_st = m.new_sequence(kSpecCtx);
     ForwardOptions plain, spec;
     plain.per_token_tail = ModelBackend::kDefaultPromptTail;
     spec.per_token_tail = ModelBackend::kDefaultPromptTail;
-    ModelBackend probe(m, kCtx);
+    ModelBackend probe(m, kSpecCtx);
     probe.start_speculation(SpecConfig{});
     probe.drafter()->configure_prompt_pass(static_cast<int64_t>(r.prompt.size()), spec);
     ASSERT_EQ(spec.rollback_states, SpecConfig{}.draft_max + 1);
@@ -550,7 +548,7 @@ TEST_P(SpeculatorTest, PromptPassesWithAndWithoutRollbackStatesAgreeBitForBit) {
 TEST_P(SpeculatorTest, DryRunReproducesASpeculatingSlotsCounts) {
   Qwen35Model& m = model(GetParam());
   const int64_t n_vocab = m.hparams().n_vocab;
-  const std::vector<Req> reqs = episode(n_vocab);
+  const std::vector<SpecReq> reqs = episode(n_vocab);
   for (int variant = 0; variant < 3; ++variant) {
     SCOPED_TRACE("variant " + std::to_string(variant));
     SpecConfig cfg;
@@ -566,7 +564,7 @@ TEST_P(SpeculatorTest, DryRunReproducesASpeculatingSlotsCounts) {
     std::vector<RequestStats> served;
     int64_t roll_backs = 0, verify_passes = 0;
     for (size_t i = 0; i < reqs.size(); ++i) {
-      const Req& r = reqs[i];
+      const SpecReq& r = reqs[i];
       const PrefillReport rep = slot->prefill(Prompt{r.prompt, r.users});
       GreedyPicker g;
       int32_t t = g.pick(rep.logits);
@@ -616,7 +614,7 @@ TEST_P(SpeculatorTest, DryRunReproducesASpeculatingSlotsCounts) {
     PolicyConfig pc;
     pc.kind = PolicyKind::Divergence;
     pc.divergence.min_gap = 4;
-    auto dry = make_dry_run_slot(make_policy(pc), slot->config(), NullBackend::for_model(m.shape(), kCtx));
+    auto dry = make_dry_run_slot(make_policy(pc), slot->config(), NullBackend::for_model(m.shape(), kSpecCtx));
     PromptCache dry_cache;
     dry->set_prompt_cache(&dry_cache);
     dry->enable_speculation(cfg);
@@ -663,13 +661,13 @@ INSTANTIATE_TEST_SUITE_P(Types, SpeculatorTest, ::testing::Values("F32", "Q8_0",
 std::vector<int32_t> first_drafts(Qwen35Model& m, const std::vector<int32_t>& prompt, bool trimmed) {
   SpecConfig cfg;
   cfg.trimmed_head = trimmed;
-  ModelBackend mb(m, kCtx);
+  ModelBackend mb(m, kSpecCtx);
   mb.start_speculation(cfg);
   Speculator spec(mb, cfg);
   mb.run(prompt, {}, true, {});
   EXPECT_EQ(mb.drafter()->drafting_trimmed(), trimmed && m.weights().mtp->draft_head.has_value());
   const std::vector<float> logits(mb.logits().begin(), mb.logits().end());
-  return spec.draft(argmax(logits), 3);
+  return spec.draft(argmax_first(logits), 3);
 }
 
 TEST(DraftHead, SelectionPutsSpecialAndByteTokensFirstThenCorpusFrequency) {

@@ -8,7 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,6 +59,14 @@ inline bool wait_until(const std::function<bool()>& pred, std::chrono::milliseco
 
 // n token ids drawn uniformly from [0, n_vocab) by mt19937(seed): the model and speculation
 // tests' random prompts.
+// The largest |a[i] - b[i]| (a failed test if the sizes differ).
+inline double max_abs_diff(std::span<const float> a, std::span<const float> b) {
+  EXPECT_EQ(a.size(), b.size());
+  double m = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::fabs(double(a[i]) - b[i]));
+  return m;
+}
+
 inline std::vector<int32_t> random_tokens(int64_t n, int64_t n_vocab, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int32_t> dist(0, static_cast<int32_t>(n_vocab - 1));

@@ -22,18 +22,18 @@
 namespace tandem::kernels {
 namespace {
 
-struct Shape {
+struct ScanShape {
   int H, P, ds, ng;
 };
 
-std::string name(const Shape& s, int64_t T) {
+std::string name(const ScanShape& s, int64_t T) {
   return "H " + std::to_string(s.H) + " P " + std::to_string(s.P) + " ds " + std::to_string(s.ds) + " ng " +
          std::to_string(s.ng) + " T " + std::to_string(T);
 }
 
 // One token row holds x | B | C (the conv output, as the model lays it out) plus padding.
 struct ScanCase {
-  Shape s;
+  ScanShape s;
   int64_t T, ld, lddt;
   std::vector<float> xbc, dt, dt_bias, A, D, state0;
 
@@ -61,7 +61,7 @@ struct ScanCase {
   size_t y_floats() const { return static_cast<size_t>(T) * s.H * s.P; }
 };
 
-ScanCase make_case(Shape s, int64_t T, uint32_t seed) {
+ScanCase make_case(ScanShape s, int64_t T, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd;
   std::uniform_real_distribution<float> u01(0.0f, 1.0f);
@@ -86,7 +86,7 @@ ScanCase make_case(Shape s, int64_t T, uint32_t seed) {
 
 // Spec B5.1 steps 4-6 in double, written from the spec, independently of the kernels.
 void oracle(const ScanCase& c, std::vector<double>& S, std::vector<double>& y) {
-  const Shape& s = c.s;
+  const ScanShape& s = c.s;
   S.assign(c.state0.begin(), c.state0.end());
   y.assign(c.y_floats(), 0.0);
   const int hpg = s.H / s.ng;
@@ -120,7 +120,7 @@ bool all_finite(const std::vector<float>& v) {
 // ds 128 / 64: the AVX-512 body's register-resident rows; 32: its streamed rows; 24: AVX2 only
 // (the AVX-512 tiers take the reference); P 24 and 20 not multiples of 16; ng 2 with 2 and 3
 // heads per group.
-const Shape kShapes[] = {{4, 16, 128, 1}, {4, 24, 64, 2}, {6, 20, 32, 2}, {4, 16, 24, 1}, {2, 8, 12, 2}};
+const ScanShape kScanShapes[] = {{4, 16, 128, 1}, {4, 24, 64, 2}, {6, 20, 32, 2}, {4, 16, 24, 1}, {2, 8, 12, 2}};
 const int64_t kTs[] = {1, 7, 63, 64, 65, 150, 300};
 
 // Tolerances, relative to the largest |value| (max |a - b| / max |b|), over y and the state. The
@@ -132,7 +132,7 @@ constexpr double kTolChunked = 3e-5;   // chunked float scan vs the oracle and v
 // mul, add), y equals the reference within rounding (Σ S·C is summed in vector lanes).
 TEST(SsmScan, EveryTierMatchesScalarReference) {
   uint32_t seed = 1;
-  for (const Shape& s : kShapes)
+  for (const ScanShape& s : kScanShapes)
     for (int64_t T : kTs) {
       const ScanCase c = make_case(s, T, seed++);
       std::vector<float> yref(c.y_floats()), Sref = c.state0;
@@ -151,7 +151,7 @@ TEST(SsmScan, EveryTierMatchesScalarReference) {
 TEST(SsmScan, PerTokenMatchesFloat64Oracle) {
   uint32_t seed = 100;
   double worst = 0;
-  for (const Shape& s : kShapes)
+  for (const ScanShape& s : kScanShapes)
     for (int64_t T : {int64_t{1}, int64_t{65}, int64_t{300}}) {
       const ScanCase c = make_case(s, T, seed++);
       std::vector<double> So, yo;
@@ -177,7 +177,7 @@ TEST(SsmScan, PerTokenMatchesFloat64Oracle) {
 TEST(SsmScan, ChunkedMatchesPerTokenScan) {
   uint32_t seed = 200;
   double worst = 0;
-  for (const Shape& s : kShapes)
+  for (const ScanShape& s : kScanShapes)
     for (int64_t T : kTs) {
       const ScanCase c = make_case(s, T, seed++);
       std::vector<double> So, yo;
@@ -202,7 +202,7 @@ TEST(SsmScan, ChunkedMatchesPerTokenScan) {
 // token's arithmetic does not depend on the batch), chunked within the chunked tolerance (the
 // chunk boundaries move).
 TEST(SsmScan, StateCarriedAcrossCalls) {
-  const Shape s{4, 24, 128, 2};
+  const ScanShape s{4, 24, 128, 2};
   const int64_t T = 150;
   const ScanCase c = make_case(s, T, 300);
   const int64_t HP = static_cast<int64_t>(s.H) * s.P;
@@ -239,7 +239,7 @@ TEST(SsmScan, StateCarriedAcrossCalls) {
 
 // Heads split between calls (a thread pool's ranges, not on group boundaries) give the same bits.
 TEST(SsmScan, HeadRangesSplitTheWork) {
-  const Shape s{6, 20, 64, 2};
+  const ScanShape s{6, 20, 64, 2};
   const ScanCase c = make_case(s, 70, 400);
   for (CpuTier tier : machine_tiers())
     for (bool chunked : {false, true}) {
@@ -267,7 +267,7 @@ TEST(SsmScan, HeadRangesSplitTheWork) {
 // inf); the decay e^{-Δ·|A|} then underflows to 0 and the state restarts. Finite and equal to
 // the oracle on every tier, per token and chunked.
 TEST(SsmScan, SoftplusPassthroughAboveTwenty) {
-  const Shape s{4, 16, 64, 1};
+  const ScanShape s{4, 16, 64, 1};
   ScanCase c = make_case(s, 80, 500);
   for (int64_t t = 0; t < c.T; t += 5) c.dt[t * c.lddt + (t / 5) % s.H] = t % 2 ? 100.0f : 21.0f;
   std::vector<double> So, yo;

@@ -1,23 +1,30 @@
 // Storage aligned to a cache line (64 bytes), for buffers that kernels write with streaming
 // stores: a 64-byte streaming store needs an aligned address, and whole lines are what make
 // it skip the read of the old contents.
+//
+// From 2 MiB up the storage comes on transparent huge pages (runtime/huge_pages.h): these are the
+// recurrent states and their checkpoints, copied whole when a checkpoint is taken. A fresh
+// checkpoint's first touch on small pages is one page fault per 4 KiB, which on a virtual machine
+// cost more than the copy itself (Granite-4.0-H's 73.8 MiB states: bench/RESULTS.md); a huge page
+// faults once per 2 MiB.
 #pragma once
 
 #include <cstddef>
-#include <new>
+#include <cstdlib>
 #include <vector>
+
+#include "runtime/huge_pages.h"
 
 namespace tandem {
 
 template <typename T>
 struct CacheLineAllocator {
   using value_type = T;
-  static constexpr std::align_val_t kAlign{64};
   CacheLineAllocator() = default;
   template <typename U>
   CacheLineAllocator(const CacheLineAllocator<U>&) {}
-  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }
-  void deallocate(T* p, size_t) { ::operator delete(p, kAlign); }
+  T* allocate(size_t n) { return static_cast<T*>(allocate_streamed(n * sizeof(T))); }
+  void deallocate(T* p, size_t) { std::free(p); }
   template <typename U>
   bool operator==(const CacheLineAllocator<U>&) const { return true; }
 };

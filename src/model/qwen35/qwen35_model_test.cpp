@@ -20,7 +20,8 @@ namespace {
 
 using test_support::random_tokens;
 
-double max_abs_diff(std::span<const float> a, std::span<const float> b) {
+// (Not max_abs_diff: qwen35_image_rows_test.cpp has one, and the batched build may compile the two together.)
+double max_abs_gap(std::span<const float> a, std::span<const float> b) {
   EXPECT_EQ(a.size(), b.size());
   double m = 0;
   for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::fabs(double(a[i]) - b[i]));
@@ -64,7 +65,7 @@ TEST_F(TinyModel, ChunkedAndPerTokenPrefillAgree) {
   const auto tokens = random_tokens(200, model_->hparams().n_vocab, 1);
   const auto chunked = run(tokens, {}, GdnAlgorithm::Chunked);
   const auto recurrent = run(tokens, {}, GdnAlgorithm::Recurrent);
-  EXPECT_LE(max_abs_diff(chunked, recurrent), 1e-4 * max_abs(recurrent));
+  EXPECT_LE(max_abs_gap(chunked, recurrent), 1e-4 * max_abs(recurrent));
 }
 
 TEST_F(TinyModel, BatchAndIncrementalAgree) {
@@ -73,7 +74,7 @@ TEST_F(TinyModel, BatchAndIncrementalAgree) {
   std::vector<int64_t> splits;
   for (int64_t p = 75; p < 150; ++p) splits.push_back(p);  // the second half one token per call
   const auto split = run(tokens, splits, GdnAlgorithm::Auto);
-  EXPECT_LE(max_abs_diff(batch, split), 1e-4 * max_abs(batch));
+  EXPECT_LE(max_abs_gap(batch, split), 1e-4 * max_abs(batch));
 }
 
 // [0,N) in one call vs [0,P) -> checkpoint -> other tokens -> restore -> [P,N).
@@ -125,7 +126,7 @@ TEST_F(TinyModel, CutStatesEqualStateOfAPassEndingThere) {
       RecurrentCheckpoint want;
       ref->save_recurrent(want);
       EXPECT_EQ(out.cut_states[i].pos, opt.cuts[i]);
-      EXPECT_LE(max_abs_diff(out.cut_states[i].data, want.data), 1e-5 * max_abs(want.data))
+      EXPECT_LE(max_abs_gap(out.cut_states[i].data, want.data), 1e-5 * max_abs(want.data))
           << "cut " << opt.cuts[i];
     }
     RecurrentCheckpoint last;
@@ -156,7 +157,7 @@ TEST_F(TinyModel, RollbackStatesEqualPerTokenStates) {
       model_->forward(*ref, std::span<const int32_t>(tokens.data(), n), per_token, o2);
       RecurrentCheckpoint want;
       ref->save_recurrent(want);
-      EXPECT_LE(max_abs_diff(out.rollback_states[s].data, want.data), 1e-5 * max_abs(want.data))
+      EXPECT_LE(max_abs_gap(out.rollback_states[s].data, want.data), 1e-5 * max_abs(want.data))
           << "T=" << T << " slot " << s;
     }
   }
@@ -382,7 +383,7 @@ TEST(PackedWeights, FromTheAvx512TierAndSameLogits) {
     };
     const auto a = run(*plain);
     const auto b = run(*packed);
-    EXPECT_LE(max_abs_diff(a, b), 1e-5 * max_abs(a));
+    EXPECT_LE(max_abs_gap(a, b), 1e-5 * max_abs(a));
     if (tier_has(best, CpuTier::Amx)) {
       auto amx = Qwen35Model::load(path, {.n_threads = 2, .tier = CpuTier::Amx});
       const auto c = run(*amx);

@@ -71,7 +71,7 @@ Matrix* matrix_of(uint32_t handle) {
   return &g_matrices[handle - 1];
 }
 
-// The checks of a LoadMatrix request; nullptr when it is well formed.
+// The checks of a LoadMatrix request: true when it is well formed, else false with the reason in m.
 bool check_load(const RequestHeader& req, Message& m) {
   if (req.type != hvx::kTypeQ4_0 && req.type != hvx::kTypeQ8_0) {
     m << "LoadMatrix: type " << req.type << " has no HVX kernel (Q4_0 = 2 and Q8_0 = 8 have)";

@@ -12,7 +12,7 @@ set(CMAKE_CXX_COMPILER clang++-14)
 set(CMAKE_CXX_COMPILER_TARGET hexagon)
 # -ffp-contract=off as the host build: clang fuses a*b+c into sffma by default, which would round
 # the float step of the products differently from the scalar reference.
-set(CMAKE_CXX_FLAGS_INIT "-mv67 -mhvx -mhvx-length=128b -ffreestanding -ffp-contract=off -fno-exceptions -fno-rtti -fno-threadsafe-statics -fno-asynchronous-unwind-tables")
+set(CMAKE_CXX_FLAGS_INIT "-mv67 -mhvx -mhvx-length=128b -O2 -ffreestanding -ffp-contract=off -fno-exceptions -fno-rtti -fno-threadsafe-statics -fno-asynchronous-unwind-tables")
 # ld.lld by that name (Debian's `lld` package, lld-14 on Debian 12): clang's Hexagon driver
 # recognises lld by its name and would pass hexagon-ld's options to ld.lld-14 (--ld-path).
 set(CMAKE_EXE_LINKER_FLAGS_INIT "-nostdlib -static -fuse-ld=lld")

@@ -72,8 +72,10 @@ def main():
         print(f"loop{kind} {start:#06x}..{end:#06x}  {len(own):>4} {trip if trip else '-':>5} {total[start]:>6}  {held}")
     # The loop over the columns is the one whose body holds the vrmpy chain: one iteration is one
     # block of one column for 32 rows.
-    column = min((l for l in loops if any(l[0] <= a <= l[1] and any("vrmpy" in i for i in insns) for a, insns, _ in ps)),
-                 key=lambda l: l[1] - l[0])
+    holding = [l for l in loops if any(l[0] <= a <= l[1] and any("vrmpy" in i for i in insns) for a, insns, _ in ps)]
+    if not holding:
+        sys.exit("no hardware loop holds a vrmpy: was the object built with the toolchain's -O2?")
+    column = min(holding, key=lambda l: l[1] - l[0])
     print(f"per 32-weight block, per column, for 32 rows: {total[column[0]]} packets "
           f"({total[column[0]] / 32:.2f} per block of one row)")
 

@@ -20,6 +20,7 @@ RULES = {
     "gguf": [],
     "kernels": ["gguf", "runtime"],
     "text": ["gguf"],
+    "hexagon": ["kernels", "gguf", "runtime"],  # the host's transport and the DSP side's op server
     "model": ["kernels", "gguf", "runtime"],
     "grammar": ["text", "gguf"],
     "vision": ["model", "kernels", "gguf", "runtime", "text"],

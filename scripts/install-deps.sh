@@ -11,6 +11,8 @@ pkgs=(cmake ninja-build g++ ccache pkg-config libstb-dev libgtest-dev libgmock-d
 # scripts/test.sh does) or TANDEM_ARM64_CI=1. They enable Debian's arm64 multiarch, which the x86
 # build, the tests and the demo do not need.
 arm64=0
+# The Hexagon step's packages (scripts/hexagon-tests.sh): `--hexagon` or TANDEM_HEXAGON_CI=1.
+hexagon=0
 # The policy trainer's packages (tools/train) only where training or its tests run: `--train` or
 # TANDEM_TRAIN=1. The runtime stays C++ without Python.
 train=0
@@ -18,10 +20,12 @@ for a in "$@"; do
   case "$a" in
     --arm64) arm64=1 ;;
     --train) train=1 ;;
+    --hexagon) hexagon=1 ;;
   esac
 done
 [ "${TANDEM_ARM64_CI:-0}" = 1 ] && arm64=1
 [ "${TANDEM_TRAIN:-0}" = 1 ] && train=1
+[ "${TANDEM_HEXAGON_CI:-0}" = 1 ] && hexagon=1
 if [ "$train" = 1 ]; then
   # Debian's torch calls the generic libblas.so.3; OpenBLAS must provide it (the reference BLAS
   # of libblas3 did 3.5 GFLOP/s of torch sgemm here against OpenBLAS's 25).
@@ -33,6 +37,11 @@ if [ "$arm64" = 1 ]; then
          # the Arm64 build's libraries (multiarch; header-only ones are shared with x86)
          libicu-dev:arm64 libgtest-dev:arm64 libstb-dev:arm64 libcpp-httplib-dev:arm64
          libssl-dev:arm64 zlib1g-dev:arm64 libbrotli-dev:arm64)
+fi
+if [ "$hexagon" = 1 ]; then
+  # clang-14 compiles Hexagon v67 + HVX; lld is ld.lld by the name clang's Hexagon driver looks
+  # for (lld-14 beneath it); llvm-14: llvm-objdump-14 for the static cost count; the emulator.
+  pkgs+=(clang-14 lld lld-14 llvm-14 qemu-user-static)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

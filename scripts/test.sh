@@ -10,6 +10,9 @@
 #   tsan        the thread pool and the resource governor under ThreadSanitizer
 #   arm64       static cross build, kernel / golden tests under qemu per Arm tier, server smoke test
 #               (TANDEM_ARM64_CI=0 skips it)
+#   hexagon     the DSP side built with Debian's clang-14 for Hexagon v67 + HVX, its kernels and op
+#               server tested under qemu-hexagon-static against the host's scalar reference
+#               (TANDEM_HEXAGON_CI=0 skips it)
 #   fuzz        every libFuzzer target for FUZZ_SECONDS (default 60) each, two at a time, on the
 #               sanitizer stage's build
 # Each stage's wall time is printed when it ends and in a table at the end; a stage over its
@@ -19,6 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-2}
 arm64=${TANDEM_ARM64_CI:-1}
+hexagon=${TANDEM_HEXAGON_CI:-1}
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
 # Paths relative to the checkout in ccache's keys: a clone in another folder (CI's) hits the
 # objects a build in this one left. The sloppiness lets ccache cache objects compiled with a
@@ -30,7 +34,10 @@ export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_fi
 source scripts/ci-stages.sh
 
 stage_setup() {
-  if [ "$arm64" = 1 ]; then bash scripts/install-deps.sh --arm64 --train; else bash scripts/install-deps.sh --train; fi
+  local flags=(--train)
+  [ "$arm64" = 1 ] && flags+=(--arm64)
+  [ "$hexagon" = 1 ] && flags+=(--hexagon)
+  bash scripts/install-deps.sh "${flags[@]}"
 }
 
 stage_release() {
@@ -60,6 +67,10 @@ stage_arm64() {
   JOBS=$JOBS ci_tests arm64-qemu bash scripts/arm64-tests.sh
 }
 
+stage_hexagon() {
+  JOBS=$JOBS ci_tests hexagon-qemu bash scripts/hexagon-tests.sh
+}
+
 stage_fuzz() {
   FUZZ_BUILD=$(pwd)/$san JOBS=$JOBS ci_tests fuzz bash fuzz/run_all.sh "${FUZZ_SECONDS:-60}"
 }
@@ -69,5 +80,6 @@ run_stage release stage_release
 run_stage sanitizers stage_sanitizers
 run_stage tsan stage_tsan
 if [ "$arm64" = 1 ]; then run_stage arm64 stage_arm64; else skip_stage arm64 "TANDEM_ARM64_CI=0"; fi
+if [ "$hexagon" = 1 ]; then run_stage hexagon stage_hexagon; else skip_stage hexagon "TANDEM_HEXAGON_CI=0"; fi
 run_stage fuzz stage_fuzz
 finish_stages

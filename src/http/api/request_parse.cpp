@@ -1,5 +1,6 @@
 #include "http/api/request_parse.h"
 
+#include <algorithm>
 #include <limits>
 #include <random>
 
@@ -74,6 +75,11 @@ void parse_common(const Json& b, const ParseContext& ctx, serve::GenerationParam
     gp.logprobs = true;
     gp.top_logprobs = static_cast<int>(*v);
   }
+  // Speculation per request: "speculative": false (Tandem's) or llama.cpp's "speculative.n_max"
+  // (0: none); both given, the smaller cap holds. Neither can switch speculation on.
+  if (auto v = opt_bool(b, "speculative"); v && !*v) gp.max_drafts = 0;
+  if (auto v = opt_int(b, "speculative.n_max", 0, std::numeric_limits<int32_t>::max()))
+    gp.max_drafts = std::min(gp.max_drafts, static_cast<int>(*v));
 }
 
 bool parse_stream(const Json& b, ParsedRequest& out) {

@@ -34,13 +34,14 @@ struct ParsedRequest {
 
 // POST /completion: prompt (string, token ids, or a mix; or llama.cpp's multimodal object
 // {prompt_string, multimodal_data}), image_min_tokens / image_max_tokens, n_predict, sampling, stop, stream,
-// id_slot, cache_prompt, ignore_eos, timeout_ms, grammar, json_schema.
+// id_slot, cache_prompt, ignore_eos, timeout_ms, grammar, json_schema, speculative /
+// speculative.n_max.
 ParsedRequest parse_completion_request(const Json& body, const ParseContext& ctx);
 // POST /v1/chat/completions: model, messages (rendered with the model's chat template; user
 // messages may carry image_url parts), image_min_tokens / image_max_tokens, max_tokens /
 // max_completion_tokens, sampling, stop, stream, stream_options, n (must be 1), tools,
 // chat_template_kwargs.enable_thinking, response_format, plus the llama.cpp extras (top_k, min_p,
-// id_slot, grammar, json_schema, ...).
+// id_slot, grammar, json_schema, speculative.n_max, ...).
 ParsedRequest parse_chat_request(const Json& body, const ParseContext& ctx);
 
 // The pieces of a JSON prompt: a string, an array of token ids, or an array mixing both. `what`

@@ -62,7 +62,8 @@ struct GrammarRequest {
 
 struct Request {
   PromptInput prompt;
-  // Sampling, stop strings, the output limit, the slot, the deadline, log-probabilities.
+  // Sampling, stop strings, the output limit, the slot, the deadline, log-probabilities, the
+  // request's cap on speculative drafts.
   GenerationParams params;
   GrammarRequest grammar;  // Tandem's constrained decoding
 };

@@ -8,7 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,6 +65,14 @@ inline std::vector<int32_t> random_tokens(int64_t n, int64_t n_vocab, uint32_t s
   std::vector<int32_t> t(static_cast<size_t>(n));
   for (auto& x : t) x = dist(rng);
   return t;
+}
+
+// The largest |a[i] - b[i]| (the model tests' logit comparisons); a size mismatch fails the test.
+inline double max_abs_diff(std::span<const float> a, std::span<const float> b) {
+  EXPECT_EQ(a.size(), b.size());
+  double m = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::fabs(double(a[i]) - b[i]));
+  return m;
 }
 
 // A powercap tree with one RAPL package zone (what runtime/energy_meter.h reads), made afresh under

@@ -29,6 +29,7 @@
 #include "model/test_models.h"
 #include "model/golden_files.h"
 #include "model/test_paths.h"
+#include "model/test_support.h"
 
 namespace tandem {
 namespace {
@@ -36,12 +37,7 @@ namespace {
 namespace fs = std::filesystem;
 using golden::read_f32;
 
-double max_abs_diff(std::span<const float> a, std::span<const float> b) {
-  EXPECT_EQ(a.size(), b.size());
-  double m = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::fabs(double(a[i]) - b[i]));
-  return m;
-}
+using test_support::max_abs_diff;
 
 ForwardOptions opts(LogitsMode logits, GdnAlgorithm gdn = GdnAlgorithm::Auto) {
   ForwardOptions o;

@@ -20,12 +20,7 @@ namespace {
 
 using test_support::random_tokens;
 
-double max_abs_diff(std::span<const float> a, std::span<const float> b) {
-  EXPECT_EQ(a.size(), b.size());
-  double m = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::fabs(double(a[i]) - b[i]));
-  return m;
-}
+using test_support::max_abs_diff;
 double max_abs(std::span<const float> a) {
   double m = 0;
   for (float x : a) m = std::max(m, std::fabs(double(x)));

@@ -40,14 +40,14 @@ TEST(TokenLogprob, MatchesAFloat64LogSoftmax) {
   EXPECT_TRUE(token_logprob(v, 0, 0).top.empty());
 }
 
-constexpr const char* kSystem = "<|im_start|>system\nYou are a phone agent. Answer with one JSON action.<|im_end|>\n";
+constexpr const char* kAgentSystem = "<|im_start|>system\nYou are a phone agent. Answer with one JSON action.<|im_end|>\n";
 
 // Rules, a task, a growing history, a new screen each step; then a repeat of step 2.
 std::vector<std::vector<int32_t>> episode(const text::Tokenizer& tok) {
   std::vector<std::vector<int32_t>> out;
   std::string hist;
   for (int k = 0; k < 4; ++k) {
-    out.push_back(tok.encode(std::string(kSystem) + "<|im_start|>user\nTask: open settings. History:" + hist +
+    out.push_back(tok.encode(std::string(kAgentSystem) + "<|im_start|>user\nTask: open settings. History:" + hist +
                              " Screen: [" + std::to_string(k) + "] Wi-Fi [9] Display<|im_end|>\n<|im_start|>assistant\n"));
     hist += " tap " + std::to_string(k);
   }
@@ -55,9 +55,9 @@ std::vector<std::vector<int32_t>> episode(const text::Tokenizer& tok) {
   return out;
 }
 
-GenerationResult ask(Engine& e, const std::vector<int32_t>& prompt) {
+GenerationResult ask_logged(Engine& e, const std::vector<int32_t>& prompt) {
   // The user message starts after the system message (the stock policy's checkpoint).
-  return testing::ask_greedy(e, prompt, {static_cast<int64_t>(e.tokenizer().encode(kSystem).size())}, 5, 5);
+  return testing::ask_greedy(e, prompt, {static_cast<int64_t>(e.tokenizer().encode(kAgentSystem).size())}, 5, 5);
 }
 
 TEST(Logprobs, TheSameUnderSpeculationPoliciesRestoresAndReleaseCycles) {
@@ -69,7 +69,7 @@ TEST(Logprobs, TheSameUnderSpeculationPoliciesRestoresAndReleaseCycles) {
     EngineConfig c;
     c.n_ctx = 512;
     Engine fresh(*t.model, *t.tok, c);
-    ref.push_back(ask(fresh, p));
+    ref.push_back(ask_logged(fresh, p));
     ASSERT_EQ(ref.back().logprobs.size(), ref.back().output.size());
     for (size_t i = 0; i < ref.back().output.size(); ++i) {
       const TokenLogprob& lp = ref.back().logprobs[i];
@@ -94,7 +94,7 @@ TEST(Logprobs, TheSameUnderSpeculationPoliciesRestoresAndReleaseCycles) {
       Engine e(*t.model, *t.tok, c);
       bool restored = false;
       for (size_t k = 0; k < prompts.size(); ++k) {
-        const GenerationResult r = ask(e, prompts[k]);
+        const GenerationResult r = ask_logged(e, prompts[k]);
         restored = restored || r.stats.restore_pos > 0;
         const std::string where = std::string(to_string(policy)) + (spec ? " +spec" : "") + ", request " + std::to_string(k + 1);
         ASSERT_EQ(r.output, ref[k].output) << where;

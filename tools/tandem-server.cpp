@@ -128,6 +128,7 @@ int main(int argc, char** argv) {
     hc.mmproj_path = opt.mmproj_path;
     hc.model_names = opt.aliases;
     hc.json_whitespace = opt.json_compact ? grammar::JsonWhitespace::Compact : grammar::JsonWhitespace::Flexible;
+    hc.reasoning_format = opt.reasoning_format;
     hc.unix_socket = opt.unix_socket;
     hc.allowed_hosts = opt.allow_hosts;
     hc.max_connections = opt.max_connections;

@@ -22,6 +22,7 @@
 
 #include "grammar/integer_range.h"
 #include "grammar/schema_pattern.h"
+#include "text/json_type.h"
 
 namespace tandem::grammar {
 namespace {
@@ -131,20 +132,6 @@ std::string sanitize_name(const std::string& name) {
     }
   }
   return out.empty() ? "x" : out;
-}
-
-// The JSON type names a value has (an integral number is both "integer" and "number").
-bool value_has_type(const ojson& v, const std::string& t) {
-  if (t == "null") return v.is_null();
-  if (t == "boolean") return v.is_boolean();
-  if (t == "string") return v.is_string();
-  if (t == "array") return v.is_array();
-  if (t == "object") return v.is_object();
-  if (t == "number") return v.is_number();
-  if (t == "integer")
-    return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>() &&
-                                     std::isfinite(v.get<double>()));
-  return false;
 }
 
 const std::set<std::string>& type_names() {
@@ -423,7 +410,7 @@ class Converter {
     }
 
     if (s.contains("const")) {
-      if (type && !value_has_type(s["const"], *type)) unsat(path + "/const", "const does not have type '" + *type + "'");
+      if (type && !text::json_has_type(s["const"], *type)) unsat(path + "/const", "const does not have type '" + *type + "'");
       return literal(dump_compact(s["const"])) + sp();
     }
     if (s.contains("enum")) {
@@ -431,7 +418,7 @@ class Converter {
       if (!e.is_array()) error(path + "/enum", "enum must be an array");
       std::vector<std::string> alts;
       for (const auto& v : e) {
-        if (type && !value_has_type(v, *type)) continue;  // both keywords must hold
+        if (type && !text::json_has_type(v, *type)) continue;  // both keywords must hold
         std::string lit = literal(dump_compact(v));
         if (std::find(alts.begin(), alts.end(), lit) == alts.end()) alts.push_back(lit);
       }

@@ -59,20 +59,20 @@ inline bool wait_until(const std::function<bool()>& pred, std::chrono::milliseco
 
 // n token ids drawn uniformly from [0, n_vocab) by mt19937(seed): the model and speculation
 // tests' random prompts.
-// The largest |a[i] - b[i]| (a failed test if the sizes differ).
-inline double max_abs_diff(std::span<const float> a, std::span<const float> b) {
-  EXPECT_EQ(a.size(), b.size());
-  double m = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::fabs(double(a[i]) - b[i]));
-  return m;
-}
-
 inline std::vector<int32_t> random_tokens(int64_t n, int64_t n_vocab, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int32_t> dist(0, static_cast<int32_t>(n_vocab - 1));
   std::vector<int32_t> t(static_cast<size_t>(n));
   for (auto& x : t) x = dist(rng);
   return t;
+}
+
+// The largest |a[i] - b[i]| (the model tests' logit comparisons); a size mismatch fails the test.
+inline double max_abs_diff(std::span<const float> a, std::span<const float> b) {
+  EXPECT_EQ(a.size(), b.size());
+  double m = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::fabs(double(a[i]) - b[i]));
+  return m;
 }
 
 // A powercap tree with one RAPL package zone (what runtime/energy_meter.h reads), made afresh under

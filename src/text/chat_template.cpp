@@ -194,6 +194,12 @@ std::string py_str(const Json& v) {
   return v.dump();
 }
 
+// Qwen3.5's generation prompt opens the think block unless enable_thinking is false (the other
+// families' leave the model to open one, or have none).
+bool leaves_think_open(ChatTemplateFamily f, const ChatRequest& req) {
+  return f == ChatTemplateFamily::Qwen35 && req.add_generation_prompt && req.enable_thinking.value_or(true);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Renderers. Each follows its template top to bottom; comments quote the template's branches.
 
@@ -211,7 +217,7 @@ class Renderer {
       mark(i);
       emit("<|im_start|>" + msgs[i].role + "\n" + string_content(msgs[i], "ChatML") + "<|im_end|>\n");
     }
-    generation_prompt(false);
+    generation_prompt(ChatTemplateFamily::ChatML);
   }
 
   void qwen3() {
@@ -271,7 +277,7 @@ class Renderer {
       }
       // Other roles render nothing in this template.
     }
-    generation_prompt(false);
+    generation_prompt(ChatTemplateFamily::Qwen3);
   }
 
   void qwen35() {
@@ -359,7 +365,7 @@ class Renderer {
         fail("Unexpected message role.");
       }
     }
-    generation_prompt(true);
+    generation_prompt(ChatTemplateFamily::Qwen35);
   }
 
   // LFM2 (hybrids.md A8). The system turn exists when there is a system message or tools.
@@ -502,11 +508,11 @@ class Renderer {
     return s + ")";
   }
 
-  void generation_prompt(bool open_think) {
+  void generation_prompt(ChatTemplateFamily f) {
     if (!req.add_generation_prompt) return;
     emit("<|im_start|>assistant\n");
     if (req.enable_thinking && !*req.enable_thinking) emit("<think>\n\n</think>\n\n");
-    else if (open_think) emit("<think>\n");
+    else if (leaves_think_open(f, req)) emit("<think>\n");
   }
 
   // Templates that concatenate message.content need a string.
@@ -691,6 +697,8 @@ ChatPrompt ChatTemplate::render(const ChatRequest& req) const {
   }
   return p;
 }
+
+bool ChatTemplate::opens_thinking(const ChatRequest& req) const { return leaves_think_open(family_, req); }
 
 // ---------------------------------------------------------------------------------------------
 // Request parsing.

@@ -124,6 +124,9 @@ class ChatTemplate {
   // Throws ChatTemplateError where the template itself would raise (e.g. Qwen3.5: "No user query
   // found in messages.") or when a message cannot be expressed in this family.
   ChatPrompt render(const ChatRequest& req) const;
+  // Whether the generation prompt render() appends for req leaves a <think> block open, so that
+  // the answer begins inside its reasoning (Qwen3.5, unless enable_thinking is false).
+  bool opens_thinking(const ChatRequest& req) const;
 
  private:
   ChatTemplateFamily family_;

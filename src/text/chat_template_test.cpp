@@ -81,6 +81,24 @@ TEST(ChatTemplate, ChatMLWithThinkingDisabled) {
   EXPECT_EQ(p.message_offsets, (std::vector<size_t>{0, 31}));
 }
 
+// The answer begins inside a think block exactly when the generation prompt ends in one.
+TEST(ChatTemplate, OpensThinkingWhereTheGenerationPromptOpensTheBlock) {
+  const std::string user = R"("messages": [{"role": "user", "content": "U"}])";
+  for (ChatTemplateFamily f : {ChatTemplateFamily::ChatML, ChatTemplateFamily::Qwen3, ChatTemplateFamily::Qwen35,
+                               ChatTemplateFamily::LFM2, ChatTemplateFamily::Granite4}) {
+    const ChatTemplate t(f);
+    for (const char* extra : {"", R"(, "enable_thinking": true)", R"(, "enable_thinking": false)",
+                              R"(, "add_generation_prompt": false)"}) {
+      SCOPED_TRACE(std::string(chat_template_family_name(f)) + extra);
+      const ChatRequest req = request(("{" + user + extra + "}").c_str());
+      const bool open = f == ChatTemplateFamily::Qwen35 && (std::string_view(extra).empty() ||
+                                                            std::string_view(extra).find("true") != std::string_view::npos);
+      EXPECT_EQ(t.opens_thinking(req), open);
+      EXPECT_EQ(t.render(req).text.ends_with("<think>\n"), open);
+    }
+  }
+}
+
 TEST(ChatTemplate, Qwen35ImagesToolsAndErrors) {
   const ChatTemplate t(ChatTemplateFamily::Qwen35);
   auto p = t.render(request(R"({"messages": [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": " What is this? "}]}]})"));

@@ -1,5 +1,6 @@
 #include "http/api/request_parse.h"
 
+#include <algorithm>
 #include <limits>
 #include <random>
 
@@ -74,6 +75,35 @@ void parse_common(const Json& b, const ParseContext& ctx, serve::GenerationParam
     gp.logprobs = true;
     gp.top_logprobs = static_cast<int>(*v);
   }
+  // Speculation per request: "speculative": false (Tandem's) or llama.cpp's "speculative.n_max"
+  // (0: none); both given, the smaller cap holds. Neither can switch speculation on.
+  if (auto v = opt_bool(b, "speculative"); v && !*v) gp.max_drafts = 0;
+  if (auto v = opt_int(b, "speculative.n_max", 0, std::numeric_limits<int32_t>::max()))
+    gp.max_drafts = std::min(gp.max_drafts, static_cast<int>(*v));
+}
+
+// OpenAI's tool_choice: "none" leaves calls in the answer's text; "auto", "required" and a named
+// function ({"type": "function", "function": {"name": ...}}) are accepted, not enforced.
+bool tool_choice_none(const Json& b) {
+  const auto it = b.find("tool_choice");
+  if (it == b.end() || it->is_null() || it->is_object()) return false;
+  if (it->is_string()) {
+    const std::string& s = it->get_ref<const std::string&>();
+    if (s == "none") return true;
+    if (s == "auto" || s == "required") return false;
+  }
+  throw bad_request("'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": "
+                    "{\"name\": ...}}, got " + it->dump(),
+                    "tool_choice");
+}
+
+// llama.cpp's reasoning_format, over the server's --reasoning-format.
+text::ReasoningFormat parse_reasoning_format(const Json& b, const ParseContext& ctx) {
+  const auto v = opt_string(b, "reasoning_format");
+  if (!v) return ctx.reasoning_format;
+  if (const auto f = text::reasoning_format_from_name(*v)) return *f;
+  throw bad_request(std::string("'reasoning_format' must be ") + text::reasoning_format_names() + ", got \"" + *v + "\"",
+                    "reasoning_format");
 }
 
 bool parse_stream(const Json& b, ParsedRequest& out) {
@@ -178,6 +208,8 @@ ParsedRequest parse_chat_request(const Json& b, const ParseContext& ctx) {
   if (!max_tokens) max_tokens = opt_int(b, "max_completion_tokens", 1, ctx.n_ctx);
   if (max_tokens) gp.n_predict = *max_tokens;
   out.request.grammar = parse_grammar_request(b, /*chat=*/true, ctx.json_whitespace);
+  out.request.reasoning_format = parse_reasoning_format(b, ctx);
+  out.request.tool_calls = !tool_choice_none(b);
   parse_stream(b, out);
   return out;
 }

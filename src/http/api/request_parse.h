@@ -13,6 +13,7 @@
 #include "http/api/json_text.h"
 #include "serve/request/request.h"
 #include "text/chat_template.h"
+#include "text/reasoning.h"
 #include "text/tokenizer.h"
 
 namespace tandem::http {
@@ -23,6 +24,7 @@ struct ParseContext {
   int n_parallel = 1;
   std::vector<std::string> model_names;  // the served names: the first answers a request without "model" (any name is accepted)
   grammar::JsonWhitespace json_whitespace = grammar::JsonWhitespace::Flexible;  // schemas' default
+  text::ReasoningFormat reasoning_format = text::ReasoningFormat::Auto;  // chat's default (--reasoning-format)
 };
 
 struct ParsedRequest {
@@ -34,13 +36,14 @@ struct ParsedRequest {
 
 // POST /completion: prompt (string, token ids, or a mix; or llama.cpp's multimodal object
 // {prompt_string, multimodal_data}), image_min_tokens / image_max_tokens, n_predict, sampling, stop, stream,
-// id_slot, cache_prompt, ignore_eos, timeout_ms, grammar, json_schema.
+// id_slot, cache_prompt, ignore_eos, timeout_ms, grammar, json_schema, speculative /
+// speculative.n_max.
 ParsedRequest parse_completion_request(const Json& body, const ParseContext& ctx);
 // POST /v1/chat/completions: model, messages (rendered with the model's chat template; user
 // messages may carry image_url parts), image_min_tokens / image_max_tokens, max_tokens /
 // max_completion_tokens, sampling, stop, stream, stream_options, n (must be 1), tools,
-// chat_template_kwargs.enable_thinking, response_format, plus the llama.cpp extras (top_k, min_p,
-// id_slot, grammar, json_schema, ...).
+// chat_template_kwargs.enable_thinking, response_format, reasoning_format, plus the llama.cpp
+// extras (top_k, min_p, id_slot, grammar, json_schema, speculative.n_max, ...).
 ParsedRequest parse_chat_request(const Json& body, const ParseContext& ctx);
 
 // The pieces of a JSON prompt: a string, an array of token ids, or an array mixing both. `what`

@@ -2,15 +2,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include <random>
+
 namespace tandem::http {
 
 using serve::FinishReason;
 
-std::string_view openai_finish_reason(FinishReason r) {
+std::string_view openai_finish_reason(FinishReason r, bool called_tools) {
   switch (r) {
     case FinishReason::EndOfGeneration:
     case FinishReason::GrammarComplete:
-    case FinishReason::StopString: return "stop";
+    case FinishReason::StopString: return called_tools ? "tool_calls" : "stop";
     case FinishReason::Length:
     case FinishReason::ContextFull: return "length";
     case FinishReason::Timeout: return "timeout";
@@ -68,15 +70,40 @@ namespace {
 Json chat_head(const ResponseMeta& m, const char* object) {
   return Json{{"id", m.id}, {"object", object}, {"created", m.created}, {"model", m.model}, {"system_fingerprint", "tandem"}};
 }
+
+// OpenAI's shape: "call_" and 24 letters and digits, random (ids must not repeat within a
+// conversation, which may span server restarts).
+std::string tool_call_id() {
+  static constexpr std::string_view kAlnum = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+  thread_local std::mt19937_64 rng{(static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}()};
+  std::string id = "call_";
+  for (int i = 0; i < 24; ++i) id += kAlnum[rng() % kAlnum.size()];
+  return id;
+}
+
+Json tool_call_head(size_t index, const text::ToolCall& c) {
+  return Json{{"index", index}, {"id", tool_call_id()}, {"type", "function"}, {"function", Json{{"name", c.name}}}};
+}
 }  // namespace
 
-Json chat_completion_json(const ResponseMeta& m, const serve::GenerationResult& r, int64_t n_prompt) {
+Json chat_completion_json(const ResponseMeta& m, const serve::GenerationResult& r, int64_t n_prompt,
+                          const text::ChatAnswer& answer) {
   Json j = chat_head(m, "chat.completion");
   Json choice = Json::object();
   choice["index"] = 0;
-  choice["message"] = Json{{"role", "assistant"}, {"content", r.text}};
+  const bool called = !answer.tool_calls.empty();
+  Json& msg = choice["message"] = Json{{"role", "assistant"}, {"content", answer.content}};
+  if (called && answer.content.empty()) msg["content"] = nullptr;  // OpenAI's: no text besides the calls
+  // As llama.cpp: the field is there only when there is reasoning.
+  if (!answer.reasoning.empty()) msg["reasoning_content"] = answer.reasoning;
+  for (size_t k = 0; k < answer.tool_calls.size(); ++k) {
+    Json call = tool_call_head(k, answer.tool_calls[k]);
+    call.erase("index");
+    call["function"]["arguments"] = answer.tool_calls[k].arguments;
+    msg["tool_calls"].push_back(std::move(call));
+  }
   choice["logprobs"] = nullptr;
-  choice["finish_reason"] = openai_finish_reason(r.reason);
+  choice["finish_reason"] = openai_finish_reason(r.reason, called);
   j["choices"] = Json::array({std::move(choice)});
   j["usage"] = usage_json(r, n_prompt);
   j["timings"] = timings_json(r);
@@ -85,11 +112,12 @@ Json chat_completion_json(const ResponseMeta& m, const serve::GenerationResult& 
 }
 
 Json chat_chunk_json(const ResponseMeta& m, std::optional<std::string_view> role, std::optional<std::string_view> content,
-                     std::optional<std::string_view> finish_reason) {
+                     std::optional<std::string_view> finish_reason, std::optional<std::string_view> reasoning) {
   Json j = chat_head(m, "chat.completion.chunk");
   Json delta = Json::object();
   if (role) delta["role"] = *role;
   if (content) delta["content"] = *content;
+  if (reasoning) delta["reasoning_content"] = *reasoning;
   Json choice = Json::object();
   choice["index"] = 0;
   choice["delta"] = std::move(delta);
@@ -99,8 +127,24 @@ Json chat_chunk_json(const ResponseMeta& m, std::optional<std::string_view> role
   return j;
 }
 
-Json chat_final_chunk_json(const ResponseMeta& m, const serve::GenerationResult& r) {
-  Json j = chat_chunk_json(m, std::nullopt, std::nullopt, openai_finish_reason(r.reason));
+std::vector<Json> chat_tool_call_chunks(const ResponseMeta& m, const std::vector<text::ToolCall>& calls) {
+  std::vector<Json> out;
+  const auto chunk = [&](Json call) {
+    Json j = chat_chunk_json(m, std::nullopt, std::nullopt, std::nullopt);
+    j["choices"][0]["delta"]["tool_calls"] = Json::array({std::move(call)});
+    out.push_back(std::move(j));
+  };
+  for (size_t k = 0; k < calls.size(); ++k) {
+    Json head = tool_call_head(k, calls[k]);
+    head["function"]["arguments"] = "";
+    chunk(std::move(head));
+    chunk(Json{{"index", k}, {"function", Json{{"arguments", calls[k].arguments}}}});
+  }
+  return out;
+}
+
+Json chat_final_chunk_json(const ResponseMeta& m, const serve::GenerationResult& r, bool called_tools) {
+  Json j = chat_chunk_json(m, std::nullopt, std::nullopt, openai_finish_reason(r.reason, called_tools));
   j["timings"] = timings_json(r);
   if (!m.warnings.empty()) j["warnings"] = m.warnings;
   return j;

@@ -10,6 +10,7 @@
 
 #include "http/api/json_text.h"
 #include "serve/engine/generation.h"
+#include "text/chat_answer.h"
 
 namespace tandem::http {
 
@@ -21,8 +22,9 @@ struct ResponseMeta {
 };
 
 // OpenAI finish_reason: "stop" (end of generation, stop string), "length" (n_predict, context
-// full), "timeout", "cancelled", "error".
-std::string_view openai_finish_reason(serve::FinishReason r);
+// full), "timeout", "cancelled", "error"; "tool_calls" for an answer that called tools and
+// ended as "stop" would.
+std::string_view openai_finish_reason(serve::FinishReason r, bool called_tools = false);
 // llama.cpp stop_type: "eos", "word", "limit" (n_predict, context), "timeout", "none".
 std::string_view llama_stop_type(serve::FinishReason r);
 
@@ -33,12 +35,19 @@ Json timings_json(const serve::GenerationResult& r);
 // {"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details": {"cached_tokens"}}
 Json usage_json(const serve::GenerationResult& r, int64_t n_prompt);
 
-Json chat_completion_json(const ResponseMeta& m, const serve::GenerationResult& r, int64_t n_prompt);
-// A streamed chunk: delta {role?, content?}; finish_reason null unless given.
+// message {role, content, reasoning_content (when the answer has reasoning), tool_calls (when it
+// called tools; content is then null if empty)}: the answer as text::parse_chat_answer returns it.
+Json chat_completion_json(const ResponseMeta& m, const serve::GenerationResult& r, int64_t n_prompt,
+                          const text::ChatAnswer& answer);
+// Streamed tool calls as OpenAI streams them: per call a chunk with its index, id, type and name
+// (arguments ""), then one with its arguments.
+std::vector<Json> chat_tool_call_chunks(const ResponseMeta& m, const std::vector<text::ToolCall>& calls);
+// A streamed chunk: delta {role?, content?, reasoning_content?}; finish_reason null unless given.
 Json chat_chunk_json(const ResponseMeta& m, std::optional<std::string_view> role, std::optional<std::string_view> content,
-                     std::optional<std::string_view> finish_reason);
+                     std::optional<std::string_view> finish_reason,
+                     std::optional<std::string_view> reasoning = std::nullopt);
 // The last chunk: empty delta, the finish reason, timings.
-Json chat_final_chunk_json(const ResponseMeta& m, const serve::GenerationResult& r);
+Json chat_final_chunk_json(const ResponseMeta& m, const serve::GenerationResult& r, bool called_tools = false);
 // stream_options.include_usage: choices [] and usage.
 Json chat_usage_chunk_json(const ResponseMeta& m, const serve::GenerationResult& r, int64_t n_prompt);
 

@@ -207,4 +207,20 @@ inline Json parse_body(const httplib::Result& r) {
   return Json::parse(r->body);
 }
 
+// A chat completion streamed: choices[0] of every chunk that has one, in order.
+inline std::vector<Json> streamed_choices(TestServer& s, Json body) {
+  body["stream"] = true;
+  auto r = post_json(s, "/v1/chat/completions", body);
+  std::vector<Json> out;
+  EXPECT_TRUE(r) << "no response";
+  if (!r) return out;
+  EXPECT_EQ(r->status, 200) << r->body;
+  for (const std::string& data : sse_data(r->body)) {
+    if (data == "[DONE]") continue;
+    Json ev = Json::parse(data);
+    if (ev.contains("choices") && !ev["choices"].empty()) out.push_back(std::move(ev["choices"][0]));
+  }
+  return out;
+}
+
 }  // namespace tandem::http::testing

@@ -6,6 +6,9 @@
 #include <chrono>
 #include <ctime>
 #include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
 
 #include "http/api/api_error.h"
 #include "http/api/error_map.h"
@@ -18,6 +21,7 @@
 #include "serve/engine/engine.h"
 #include "serve/request/json_fields.h"
 #include "serve/request/prompt_assembly.h"
+#include "text/chat_answer.h"
 
 namespace tandem::http {
 
@@ -68,7 +72,25 @@ struct StreamState {
   ConnectionWatch watch;
   bool sent_role = false;
   bool finished = false;
+  // Chat: the answer's reasoning and tool calls split off as it streams (text/chat_answer.h), over
+  // the request's tools (kept here: the stream outlives the handler); one chunk's delta, its
+  // buffers reused from chunk to chunk.
+  text::Json tools;
+  std::optional<text::ChatAnswerStream> answer;
+  text::ChatAnswer delta;
 };
+
+// How a chat answer is returned: the request's reasoning format, whether the prompt opened the
+// think block (Qwen3.5's generation prompt: the answer starts in its reasoning), and the family's
+// tool-call format when the request has tools (and tool_choice is not "none").
+text::ChatAnswerFormat answer_format(const serve::Request& req, const text::ChatTemplate& tmpl, const text::Json& tools) {
+  text::ChatAnswerFormat f;
+  f.reasoning = req.reasoning_format;
+  f.starts_in_reasoning = tmpl.opens_thinking(req.prompt.chat);
+  f.tool_calls = tools.empty() || !req.tool_calls ? text::ToolCallFormat::None : text::tool_call_format(tmpl.family());
+  f.tools = &tools;
+  return f;
+}
 
 }  // namespace
 
@@ -80,6 +102,7 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, A
   ctx.n_parallel = engine_.config().n_parallel;
   ctx.model_names = cfg_.model_names;
   ctx.json_whitespace = cfg_.json_whitespace;
+  ctx.reasoning_format = cfg_.reasoning_format;
   const bool chat = api == Api::OpenAiChat;
   // JSON -> the request object (http/api/request_parse.cpp) -> the engine's input, through the one
   // prompt assembly the dry run calls too (serve/request/prompt_assembly.h).
@@ -110,7 +133,10 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, A
       if (stopping() || watch.peer_closed()) gen->cancel();
     const serve::GenerationResult& r = gen->result();
     if (auto err = failure_of(r, stopping())) return send_error(res, *err);
-    Json out = chat ? chat_completion_json(meta, r, n_prompt) : completion_json(meta, r, n_prompt, r.text);
+    const text::Json& tools = pr.request.prompt.chat.tools;
+    Json out = chat ? chat_completion_json(meta, r, n_prompt,
+                                           text::parse_chat_answer(r.text, answer_format(pr.request, tmpl_, tools)))
+                    : completion_json(meta, r, n_prompt, r.text);
     if (logprobs && chat) out["choices"][0]["logprobs"] = chat_logprobs_json(engine_.tokenizer(), r.logprobs);
     if (logprobs && !chat) out["completion_probabilities"] = completion_probabilities_json(engine_.tokenizer(), r.logprobs);
     res.status = 200;
@@ -125,6 +151,10 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, A
   st->chat = chat;
   st->include_usage = pr.include_usage;
   st->watch = watch;
+  if (chat) {
+    st->tools = pr.request.prompt.chat.tools;
+    st->answer.emplace(answer_format(pr.request, tmpl_, st->tools));
+  }
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
@@ -142,9 +172,22 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, A
           st->sent_role = true;
         }
         serve::Generation::Chunk c = st->gen->next(kPoll);
-        if (!c.text.empty() || (!st->chat && !c.tokens.empty()) || !c.logprobs.empty()) {
-          Json chunk = st->chat ? chat_chunk_json(st->meta, std::nullopt, c.text, std::nullopt)
-                                : completion_chunk_json(c.text, c.tokens, c.slot);
+        std::string_view content = c.text, reasoning;
+        text::ChatAnswer& delta = st->delta;
+        if (st->answer) {
+          delta.reasoning.clear();
+          delta.content.clear();
+          st->answer->push(c.text, delta);
+          if (c.done) st->answer->finish(delta);
+          content = delta.content;
+          reasoning = delta.reasoning;
+        }
+        if (!content.empty() || !reasoning.empty() || (!st->chat && !c.tokens.empty()) || !c.logprobs.empty()) {
+          // A chunk of reasoning alone carries no content; one of log-probabilities alone, content "".
+          const auto content_delta = reasoning.empty() || !content.empty() ? std::optional(content) : std::nullopt;
+          const auto reasoning_delta = reasoning.empty() ? std::nullopt : std::optional(reasoning);
+          Json chunk = st->chat ? chat_chunk_json(st->meta, std::nullopt, content_delta, std::nullopt, reasoning_delta)
+                                : completion_chunk_json(content, c.tokens, c.slot);
           if (!c.logprobs.empty() && st->chat)
             chunk["choices"][0]["logprobs"] = chat_logprobs_json(engine_.tokenizer(), c.logprobs);
           if (!c.logprobs.empty() && !st->chat)
@@ -156,7 +199,8 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, A
           if (auto err = failure_of(r, stopping())) {
             out += sse_error(err->status(), err->type(), err->what());
           } else if (st->chat) {
-            out += sse_event(chat_final_chunk_json(st->meta, r));
+            for (const Json& chunk : chat_tool_call_chunks(st->meta, delta.tool_calls)) out += sse_event(chunk);
+            out += sse_event(chat_final_chunk_json(st->meta, r, !delta.tool_calls.empty()));
             if (st->include_usage) out += sse_event(chat_usage_chunk_json(st->meta, r, st->n_prompt));
           } else {
             out += sse_event(completion_json(st->meta, r, st->n_prompt, ""));

@@ -28,6 +28,7 @@ class ChatTemplate;
 }  // namespace tandem::text
 
 #include "grammar/json_schema.h"
+#include "text/reasoning.h"
 #include "http/transport/request_guard.h"
 
 namespace httplib {
@@ -47,6 +48,8 @@ struct HttpServerConfig {
   size_t max_body_bytes = 32u << 20;
   // JSON Schema whitespace when a request does not say (http/api/grammar_request.h).
   grammar::JsonWhitespace json_whitespace = grammar::JsonWhitespace::Flexible;
+  // Chat answers' reasoning when a request does not say (llama.cpp's --reasoning-format; text/reasoning.h).
+  text::ReasoningFormat reasoning_format = text::ReasoningFormat::Auto;
   // What stands for an image in a /completion prompt_string (/props reports it as "media_marker").
   // Empty: $LLAMA_MEDIA_MARKER, else a random one per server (llama.cpp's way).
   std::string media_marker;

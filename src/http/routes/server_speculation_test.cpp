@@ -2,6 +2,8 @@
 // a server without it, greedy and sampled with a seed, and the timings count the drafts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "http/routes/http_test_util.h"
 #include "serve/settings/server_options.h"
 
@@ -21,8 +23,10 @@ std::vector<Json> requests() {
   return out;
 }
 
+// The requests' outputs; their drafts and verification passes are added up, and the most drafts
+// of one step kept in max_step_drafts.
 std::vector<std::vector<int32_t>> answers(TestServer& s, const std::vector<Json>& reqs, const Json& sampling,
-                                          int64_t* drafts, int64_t* verify_passes) {
+                                          int64_t* drafts, int64_t* verify_passes, int64_t* max_step_drafts = nullptr) {
   auto c = s.client();
   std::vector<std::vector<int32_t>> out;
   for (Json body : reqs) {
@@ -35,6 +39,8 @@ std::vector<std::vector<int32_t>> answers(TestServer& s, const std::vector<Json>
     *drafts += j["timings"]["drafts_proposed"].get<int64_t>();
     const Json rec = s.take_records().back();
     *verify_passes += rec["timings"]["verify_passes"].get<int64_t>();
+    if (max_step_drafts)
+      for (const Json& d : rec["timings"]["step_drafted"]) *max_step_drafts = std::max(*max_step_drafts, d.get<int64_t>());
     out.push_back(rec["output"].get<std::vector<int32_t>>());
   }
   return out;
@@ -74,6 +80,51 @@ TEST(HttpSpeculation, AnswersEqualPlainDecodingGreedyAndSeededSampling) {
     EXPECT_EQ(passes_off, 0);
     EXPECT_GT(drafts_on, 0);
     EXPECT_GT(passes_on, 0);
+  }
+}
+
+// Speculation per request on a --spec on server: "speculative": false or llama.cpp's
+// "speculative.n_max": 0 drafts nothing for that request, "speculative.n_max": 1 at most one draft
+// a step; the answers are those of a server without speculation, greedy and sampled, and the
+// requests that do not say still speculate.
+TEST(HttpSpeculation, PerRequestSwitchKeepsTheAnswers) {
+  const std::vector<Json> reqs = requests();
+  serve::EngineConfig cfg = small_engine();
+  cfg.speculation.enabled = true;
+  cfg.speculation.draft_max = 3;
+  for (const Json& sampling : {Json{{"temperature", 0}}, Json{{"temperature", 0.9}, {"top_k", 40}, {"seed", 1234}}}) {
+    SCOPED_TRACE(to_text(sampling));
+    std::vector<std::vector<int32_t>> plain;
+    {
+      int64_t drafts = 0, passes = 0;
+      TestServer s(small_engine());
+      plain = answers(s, reqs, sampling, &drafts, &passes);
+    }
+    TestServer s(cfg);
+    for (const Json& opt : {Json{{"speculative", false}}, Json{{"speculative.n_max", 0}},
+                            Json{{"speculative", true}, {"speculative.n_max", 0}}, Json{{"speculative.n_max", 1}},
+                            Json::object()}) {
+      SCOPED_TRACE(to_text(opt));
+      Json with = sampling;
+      with.update(opt);
+      int64_t drafts = 0, passes = 0, most = 0;
+      EXPECT_EQ(answers(s, reqs, with, &drafts, &passes, &most), plain);
+      const int64_t cap = opt.contains("speculative.n_max") ? opt["speculative.n_max"].get<int64_t>()
+                          : opt.contains("speculative")     ? 0
+                                                            : 3;
+      EXPECT_LE(most, cap);
+      if (cap == 0) EXPECT_EQ(drafts + passes, 0);
+      else EXPECT_GT(drafts, 0);
+    }
+  }
+  TestServer s(cfg);
+  for (const Json& bad : {Json{{"speculative", "off"}}, Json{{"speculative.n_max", -1}}, Json{{"speculative.n_max", 1.5}}}) {
+    Json body = reqs[0];
+    body.update(bad);
+    auto r = s.client()->Post("/v1/chat/completions", to_text(body), "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << r->body;
+    EXPECT_EQ(Json::parse(r->body)["error"]["param"], bad.begin().key()) << r->body;
   }
 }
 

@@ -571,7 +571,8 @@ void Engine::decode_speculative(SlotRun& s) {
   // Every verified row is drawn exactly as a plain decode step would draw it (same picker: same
   // distribution, random stream, penalties and grammar mask).
   const std::span<const int32_t> toks = s.slot->decode_speculative(
-      s.last, *s.picker, std::max<int64_t>(1, left), stops, s.grammar_drafts ? &*s.grammar_drafts : nullptr);
+      s.last, *s.picker, std::max<int64_t>(1, left), stops, s.grammar_drafts ? &*s.grammar_drafts : nullptr,
+      gp.max_drafts);
   s.spec_tokens.assign(toks.begin(), toks.end());
   for (int32_t t : s.spec_tokens) {
     emit(s, t, /*accepted=*/true);

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -139,6 +140,10 @@ struct GenerationParams {
   // (serve/engine/token_logprobs.h: the raw logits' log-softmax, as llama.cpp reports by default).
   bool logprobs = false;
   int top_logprobs = 0;  // 0..kMaxTopLogprobs
+  // Speculation (--spec on): at most this many drafts per step, under the server's --draft-max;
+  // 0: no drafts, every step a one-token pass (the answer is the same either way). Without
+  // speculation on the server it changes nothing.
+  int max_drafts = std::numeric_limits<int>::max();
 };
 inline constexpr int kMaxTopLogprobs = 20;  // OpenAI's limit
 

@@ -12,6 +12,7 @@
 
 #include "serve/engine/engine.h"
 #include "text/chat_template.h"
+#include "text/reasoning.h"
 #include "vision/image_preprocess.h"
 
 namespace tandem::serve {
@@ -62,9 +63,15 @@ struct GrammarRequest {
 
 struct Request {
   PromptInput prompt;
-  // Sampling, stop strings, the output limit, the slot, the deadline, log-probabilities.
+  // Sampling, stop strings, the output limit, the slot, the deadline, log-probabilities, the
+  // request's cap on speculative drafts.
   GenerationParams params;
   GrammarRequest grammar;  // Tandem's constrained decoding
+  // Chat: how the answer is returned — a leading <think> block split off as reasoning_content
+  // (text/reasoning.h), and with tools the calls it writes as tool_calls (text/tool_calls.h;
+  // false: tool_choice "none", calls stay text). /completion returns the text as generated.
+  text::ReasoningFormat reasoning_format = text::ReasoningFormat::None;
+  bool tool_calls = true;
 };
 
 }  // namespace tandem::serve

@@ -70,6 +70,17 @@ std::vector<FrontEndSetting> make_front_end_table() {
                     else throw std::invalid_argument(f + ": expected flexible or compact, got '" + v + "'");
                   },
                   [](const O& o) { return std::string(o.json_compact ? "compact" : "flexible"); }));
+  t.push_back(row({"--reasoning-format"}, {}, "F",
+                  "chat answers' leading <think> block: none (left in content), deepseek\n"
+                  "(in reasoning_content, streamed as reasoning_content deltas), auto (as\n"
+                  "deepseek), deepseek-legacy (both; streamed as none); a request's\n"
+                  "\"reasoning_format\" overrides (default {})",
+                  [](O& o, S f, S v) {
+                    const auto r = text::reasoning_format_from_name(v);
+                    if (!r) throw std::invalid_argument(f + ": expected " + text::reasoning_format_names() + ", got '" + v + "'");
+                    o.reasoning_format = *r;
+                  },
+                  [](const O& o) { return std::string(text::reasoning_format_name(o.reasoning_format)); }));
   // Clients (docs/http.md "Hostile clients").
   t.push_back(row({"--socket"}, {}, "PATH",
                   "listen on a Unix socket at PATH (mode 0660) instead of --host/--port;\n"

@@ -14,6 +14,7 @@
 
 #include "serve/engine/engine.h"
 #include "serve/settings/serving_settings.h"
+#include "text/reasoning.h"
 
 namespace tandem::serve {
 
@@ -30,6 +31,7 @@ struct ServerOptions {
   std::string log_requests;           // --log-requests FILE
   std::string cpu_path;               // --cpu-path scalar|avx2|avx512|amx
   bool json_compact = false;          // --json-whitespace compact (JSON Schema grammars allow no whitespace)
+  text::ReasoningFormat reasoning_format = text::ReasoningFormat::Auto;  // --reasoning-format (llama.cpp's default)
   std::vector<std::string> aliases;   // --alias NAME (accepted "model" values besides the file name)
   // Clients (issue 51; http/transport/transport.h, http/transport/request_guard.h).
   std::string unix_socket;            // --socket PATH (instead of --host/--port)

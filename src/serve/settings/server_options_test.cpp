@@ -40,6 +40,7 @@ TEST(ServerOptions, DefaultsAreTheDocumentedOnes) {
                            .policy = PolicyKind::Divergence, .min_gap = 8,
                            .consolidate = true, .n_batch = 2048, .n_ubatch = 512});
   EXPECT_EQ(o.idle_release_ms, 3000);
+  EXPECT_EQ(o.reasoning_format, text::ReasoningFormat::Auto);  // llama.cpp's default
 }
 
 TEST(ServerOptions, EveryFlag) {
@@ -47,7 +48,8 @@ TEST(ServerOptions, EveryFlag) {
       {"-m", "m.gguf", "--host", "0.0.0.0", "--port", "0", "--api-key", "k", "--ctx-size", "2048", "--parallel", "4",
        "--queue", "3", "--timeout-ms", "500", "--ctx-checkpoints", "16", "--cache-ram", "0", "--checkpoint-policy", "marconi",
        "--min-gap", "64", "--consolidate-batches", "off", "--n-batch", "1024", "--n-ubatch", "256", "--threads", "2",
-       "--idle-release-ms", "0", "--log-requests", "log.jsonl", "--cpu-path", "scalar", "--alias", "qwen"});
+       "--idle-release-ms", "0", "--log-requests", "log.jsonl", "--cpu-path", "scalar", "--alias", "qwen",
+       "--reasoning-format", "none"});
   EXPECT_EQ(o.host, "0.0.0.0");
   EXPECT_EQ(o.port, 0);
   EXPECT_EQ(o.api_key, "k");
@@ -61,6 +63,7 @@ TEST(ServerOptions, EveryFlag) {
   EXPECT_EQ(o.log_requests, "log.jsonl");
   EXPECT_EQ(o.cpu_path, "scalar");
   ASSERT_EQ(o.aliases.size(), 1u);
+  EXPECT_EQ(o.reasoning_format, text::ReasoningFormat::None);
 }
 
 TEST(ServerOptions, BadFlagsSayWhatIsWrong) {
@@ -80,6 +83,8 @@ TEST(ServerOptions, BadFlagsSayWhatIsWrong) {
   EXPECT_NE(msg({"-m", "x", "--n-batch", "8", "--n-ubatch", "16"}).find("must not exceed"), std::string::npos);
   EXPECT_NE(msg({"-m", "x", "--frobnicate"}).find("unknown argument"), std::string::npos);
   EXPECT_NE(msg({"-m"}).find("needs a value"), std::string::npos);
+  EXPECT_EQ(msg({"-m", "x", "--reasoning-format", "r1"}),
+            "--reasoning-format: expected none, auto, deepseek or deepseek-legacy, got 'r1'");
   EXPECT_TRUE(parse_server_args({"--help"}).help);
   EXPECT_NE(server_usage().find("--checkpoint-policy"), std::string::npos);
 }

@@ -425,7 +425,8 @@ size_t Slot::speculation_bytes() const {
 }
 
 std::span<const int32_t> Slot::decode_speculative(int32_t token, TokenPicker& picker, int64_t max_tokens,
-                                                  std::span<const int32_t> stop_tokens, DraftConstraint* constraint) {
+                                                  std::span<const int32_t> stop_tokens, DraftConstraint* constraint,
+                                                  int max_drafts) {
   if (!open_) throw std::logic_error("Slot::decode_speculative: no open request (call prefill first)");
   if (!spec_) throw std::logic_error("Slot::decode_speculative: speculation is not enabled (enable_speculation)");
   const auto t0 = Clock::now();
@@ -436,6 +437,7 @@ std::span<const int32_t> Slot::decode_speculative(int32_t token, TokenPicker& pi
   lim.stop_tokens = stop_tokens;
   lim.context = cached_;
   lim.constraint = constraint;
+  lim.max_drafts = max_drafts;
   try {
     spec_->step(token, picker, step, lim);
   } catch (...) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -82,7 +83,7 @@ class Slot {
   // picks under the same grammar.
   std::span<const int32_t> decode_speculative(int32_t token, TokenPicker& picker, int64_t max_tokens = INT64_MAX,
                                               std::span<const int32_t> stop_tokens = {},
-                                              DraftConstraint* constraint = nullptr);
+                                              DraftConstraint* constraint = nullptr, int max_drafts = INT_MAX);
   // Finishes the open request (also done by the next prefill) and returns its statistics.
   const RequestStats& end_request();
 

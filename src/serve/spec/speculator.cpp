@@ -76,7 +76,7 @@ void Speculator::step(int32_t last, TokenPicker& picker, SpecStep& out, const Sp
   drafts_.clear();
   int64_t n_forced = 0;
   if (cfg_.enabled) {
-    const int64_t room = std::min<int64_t>(lim.max_tokens - 1, backend_.n_ctx() - P - 1);
+    const int64_t room = std::min({lim.max_tokens - 1, backend_.n_ctx() - P - 1, lim.max_drafts});
     const int64_t k = std::min<int64_t>(cfg_.draft_max, room);  // MTP drafts
     const int64_t k_forced = std::min<int64_t>(std::max(cfg_.draft_max, cfg_.forced_max), room);  // with forced ones
     const auto t0 = Clock::now();

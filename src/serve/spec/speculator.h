@@ -3,7 +3,8 @@
 // the trunk verifies; NullBackend: the dry run, with the drafts a request log says were accepted).
 //
 // One step, from a state at position P and the token `last` chosen for P (not yet fed):
-//   1. draft: up to k = min(draft_max, max_tokens - 1, room) tokens — under a request's grammar
+//   1. draft: up to k = min(draft_max, max_tokens - 1, room) tokens, and no more than the
+//      request's SpecLimits::max_drafts — under a request's grammar
 //      (SpecLimits::constraint) first the tokens it forces (no MTP call), else the backend's
 //      drafts (serve/spec/mtp_drafter.h: only tokens the grammar allows) followed by the run the grammar
 //      forces after them; fewer than draft_min: none;
@@ -61,6 +62,8 @@ struct SpecLimits {
   // The request's grammar (serve/spec/draft_constraint.h), at the state after `last`; null: none. The
   // picker must apply the same grammar's mask (serve/engine/grammar_picker.h): drafts only propose.
   DraftConstraint* constraint = nullptr;
+  // The request's cap on drafts per step (MTP and forced alike), under draft_max; 0: no drafts.
+  int64_t max_drafts = INT64_MAX;
 };
 
 struct SpecStep {

@@ -112,15 +112,17 @@ std::vector<int32_t> reference(Qwen35Model& m, const std::vector<int32_t>& promp
   return out;
 }
 
-// Runs n_out tokens of one request with decode_speculative; `picker` decides.
-std::vector<int32_t> generate(Slot& slot, const SpecReq& r, int n_out, TokenPicker& picker, int64_t* steps = nullptr) {
+// Runs n_out tokens of one request with decode_speculative; `picker` decides; at most
+// max_drafts drafts a step (the request's cap).
+std::vector<int32_t> generate(Slot& slot, const SpecReq& r, int n_out, TokenPicker& picker, int64_t* steps = nullptr,
+                              int max_drafts = INT_MAX) {
   const PrefillReport rep = slot.prefill(Prompt{r.prompt, r.users});
   std::vector<int32_t> out;
   int32_t t = picker.pick(rep.logits);
   picker.accept(t);
   out.push_back(t);
   while (static_cast<int>(out.size()) < n_out) {
-    const auto toks = slot.decode_speculative(t, picker, n_out - static_cast<int64_t>(out.size()));
+    const auto toks = slot.decode_speculative(t, picker, n_out - static_cast<int64_t>(out.size()), {}, nullptr, max_drafts);
     out.insert(out.end(), toks.begin(), toks.end());
     t = toks.back();
     if (steps) ++*steps;
@@ -156,6 +158,21 @@ class SpeculatorTest : public ::testing::TestWithParam<std::string> {
     slot->set_prompt_cache(cache);
     return slot;
   }
+  // Greedy outputs of one slot with speculation off, request after request.
+  static std::vector<std::vector<int32_t>> plain_outputs(Qwen35Model& m, const std::vector<SpecReq>& reqs, int n_out,
+                                                         PromptCache* cache = nullptr) {
+    auto slot = make_slot(m, cache);
+    SpecConfig off;
+    off.enabled = false;
+    slot->enable_speculation(off);
+    std::vector<std::vector<int32_t>> out;
+    for (const SpecReq& r : reqs) {
+      GreedyPicker g;
+      out.push_back(generate(*slot, r, n_out, g));
+      slot->end_request();
+    }
+    return out;
+  }
 };
 
 // Every switch combination, the MTP head's own drafts and forced drafters: the greedy output is
@@ -172,19 +189,9 @@ TEST_P(SpeculatorTest, GreedyOutputEqualsPlainDecodingUnderEverySwitch) {
   const int64_t n_vocab = plain.hparams().n_vocab;
   const std::vector<SpecReq> reqs = episode(n_vocab);
   constexpr int kOut = 14;
-  std::vector<std::vector<int32_t>> ref_off, ref_stock;
-  {
-    PromptCache cache;
-    auto slot = make_slot(trim, &cache);
-    SpecConfig off;
-    off.enabled = false;
-    slot->enable_speculation(off);
-    for (const SpecReq& r : reqs) {
-      GreedyPicker g;
-      ref_off.push_back(generate(*slot, r, kOut, g));
-      slot->end_request();
-    }
-  }
+  PromptCache off_cache;
+  const std::vector<std::vector<int32_t>> ref_off = plain_outputs(trim, reqs, kOut, &off_cache);
+  std::vector<std::vector<int32_t>> ref_stock;
   for (const SpecReq& r : reqs) ref_stock.push_back(reference(plain, r.prompt, kOut, GdnAlgorithm::Recurrent));
 
   enum class Drafter { Mtp, Correct, Wrong };
@@ -244,6 +251,36 @@ TEST_P(SpeculatorTest, GreedyOutputEqualsPlainDecodingUnderEverySwitch) {
         EXPECT_EQ(slot->cached_tokens().size(), reqs[req].prompt.size() + kOut - 1);
       }
     }
+}
+
+// A request's cap on drafts (GenerationParams::max_drafts; "speculative": false over HTTP): with 0
+// nothing is drafted and every step is a one-token pass, with 1 no step drafts more; the output is
+// the one without speculation either way, and the MTP head stays in step with the slot, so the
+// uncapped requests after a capped one draft and answer alike.
+TEST_P(SpeculatorTest, ARequestsDraftCapKeepsTheOutput) {
+  Qwen35Model& m = model(GetParam());
+  const std::vector<SpecReq> reqs = episode(m.hparams().n_vocab);
+  constexpr int kOut = 12;
+  const std::vector<std::vector<int32_t>> ref = plain_outputs(m, reqs, kOut);
+  auto slot = make_slot(m);
+  slot->enable_speculation(SpecConfig{});
+  int64_t uncapped_drafts = 0;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const int cap = i % 3 == 0 ? 0 : i % 3 == 1 ? 1 : INT_MAX;
+    SCOPED_TRACE("request " + std::to_string(i) + ", cap " + std::to_string(cap));
+    GreedyPicker g;
+    int64_t steps = 0;
+    EXPECT_EQ(generate(*slot, reqs[i], kOut, g, &steps, cap), ref[i]);
+    const RequestStats& s = slot->end_request();
+    for (int d : s.step_drafted) EXPECT_LE(d, cap);
+    if (cap == 0) {
+      EXPECT_EQ(s.drafts_proposed, 0);
+      EXPECT_EQ(s.verify_passes, 0);
+      EXPECT_EQ(steps, kOut - 1);
+    }
+    if (cap == INT_MAX) uncapped_drafts += s.drafts_proposed;
+  }
+  EXPECT_GT(uncapped_drafts, 0);
 }
 
 // The verification pass computes each row exactly as a plain decode step would (same kernels,

@@ -27,7 +27,15 @@ namespace {
 using namespace testing;
 using Clock = std::chrono::steady_clock;
 
+// gcc says __SANITIZE_ADDRESS__; clang (14) only answers __has_feature.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TANDEM_SOAK_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define TANDEM_SOAK_SANITIZED 1
+#endif
+#endif
+#ifdef TANDEM_SOAK_SANITIZED
 constexpr bool kSanitized = true;  // quarantined frees make resident memory meaningless
 #else
 constexpr bool kSanitized = false;

@@ -2,7 +2,7 @@
 // Granite-4.0-H-Micro's state (36 Mamba2 layers: a 2 MiB scan state and a 51 KiB conv window each,
 // 73.8 MiB) and Qwen3.5-0.8B's (18 Gated DeltaNet layers: a 1 MiB delta-rule state and a 72 KiB conv window each):
 //  * Fresh/<model>: into a new checkpoint each time (what a slot does while its checkpoints grow to
-//    --ctx-checkpoints), allocation and first touch included;
+//    --ctx-checkpoints), allocation, first touch and release included;
 //  * Reused/<model>: into the same checkpoint's buffer (a recycled one): the copy alone.
 // Time per checkpoint; counters: the state's MiB, GB/s copied. TANDEM_HUGE_PAGES=0 puts the buffers on small pages
 // (runtime/huge_pages.h), for the side-by-side figure in bench/RESULTS.md.

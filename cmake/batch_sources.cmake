@@ -17,17 +17,13 @@
 option(TANDEM_BATCH_BUILD "Compile each target's sources in batches (one parse of the shared headers per batch)" ON)
 set(TANDEM_BATCH_SIZE 8 CACHE STRING "Sources per batch of the batched build")
 
-# tandem_batch_sources(TARGET [SIZE n]): replaces TARGET's plain .cpp sources by batch files of
-# SIZE (default TANDEM_BATCH_SIZE), grouped in path order so that a folder's files share a batch.
+# tandem_batch_sources(TARGET): replaces TARGET's plain .cpp sources by batch files of
+# TANDEM_BATCH_SIZE sources, grouped in path order so that a folder's files share a batch.
 function(tandem_batch_sources target)
   if(NOT TANDEM_BATCH_BUILD)
     return()
   endif()
-  cmake_parse_arguments(arg "" "SIZE" "" ${ARGN})
   set(size ${TANDEM_BATCH_SIZE})
-  if(arg_SIZE)
-    set(size ${arg_SIZE})
-  endif()
   get_target_property(sources ${target} SOURCES)
   set(alone)
   set(batchable)

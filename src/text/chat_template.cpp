@@ -345,10 +345,18 @@ class Renderer {
           if (k == 0) emit(trim(content).empty() ? "<tool_call>\n<function=" : "\n\n<tool_call>\n<function=");
           else emit("\n<tool_call>\n<function=");
           emit(tc.name + ">\n");
-          if (!tc.arguments.is_null()) {
-            if (!tc.arguments.is_object())
+          // The template iterates the arguments (|items): a string (OpenAI's function.arguments)
+          // is parsed first, as llama.cpp does for templates that need object arguments.
+          Json args = tc.arguments;
+          if (args.is_string()) {
+            args = Json::parse(tc.arguments.get<std::string>(), nullptr, /*allow_exceptions=*/false);
+            if (args.is_discarded())
+              fail("Qwen3.5 template: tool call '" + tc.name + "' arguments are not JSON: " + tc.arguments.get<std::string>());
+          }
+          if (!args.is_null()) {
+            if (!args.is_object())
               fail("Qwen3.5 template: tool call '" + tc.name + "' arguments must be a JSON object (|items)");
-            for (const auto& [name, value] : tc.arguments.items()) {
+            for (const auto& [name, value] : args.items()) {
               emit("<parameter=" + name + ">\n");
               emit(value.is_object() || value.is_array() ? to_json_text(value) : py_str(value));
               emit("\n</parameter>\n");

@@ -119,6 +119,27 @@ TEST(ChatTemplate, Qwen35ImagesToolsAndErrors) {
   EXPECT_THROW(request(R"({"messages": [{"content": "no role"}]})"), ChatTemplateError);
 }
 
+// OpenAI sends function.arguments as a JSON string. Qwen3.5's template iterates the arguments
+// (|items), so the string is parsed first (llama.cpp does the same for such templates); Qwen3's
+// and Granite's write a string as it is (`arguments is string`), which is the same text for the
+// compact-with-spaces JSON clients send. A string that is not a JSON object is an error.
+TEST(ChatTemplate, ToolCallArgumentsAsAJsonString) {
+  auto conversation = [](const std::string& args) {
+    return ChatRequest::from_json(Json::parse(R"({"messages": [{"role": "user", "content": "go"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "tap", "arguments": )" +
+                   args + R"(}}]},
+      {"role": "tool", "tool_call_id": "call_1", "content": "ok"}]})"));
+  };
+  for (const auto f : {ChatTemplateFamily::Qwen35, ChatTemplateFamily::Qwen3, ChatTemplateFamily::Granite4}) {
+    const ChatTemplate t(f);
+    EXPECT_EQ(t.render(conversation(R"("{\"element\": 3, \"opts\": {\"long\": true}}")")).text,
+              t.render(conversation(R"({"element": 3, "opts": {"long": true}})")).text)
+        << chat_template_family_name(f);
+  }
+  EXPECT_THROW(ChatTemplate(ChatTemplateFamily::Qwen35).render(conversation(R"("element=3")")), ChatTemplateError);
+  EXPECT_THROW(ChatTemplate(ChatTemplateFamily::Qwen35).render(conversation(R"("[3]")")), ChatTemplateError);
+}
+
 TEST(ChatTemplate, MessageStartsInTokens) {
   const auto tok = testing::builtin_tokenizer();
   const ChatTemplate t(ChatTemplateFamily::ChatML);

@@ -6,8 +6,9 @@
 # Installs package.json's packages into BUILD_DIR/http-npm (when missing), generates the tiny
 # model, starts BUILD_DIR/tandem-server on a free loopback port with an API key, and runs
 # openai_sdk_test.js (a non-streaming and a streaming chat completion, errors, a screenshot step
-# with the tiny random mmproj). The server is
-# stopped however the script ends.
+# with the tiny random mmproj); then a second server over the tiny model with Qwen3.5's chat
+# template and --spec on for openai_sdk_tools_test.js (tool calls, tool_choice, a tool-result
+# round trip). The servers are stopped however the script ends.
 #
 # Without node/npm (or network for the first install) it prints SKIPPED and exits 77, which ctest
 # reports as skipped; with CI=true it fails instead.
@@ -49,33 +50,57 @@ if [ ! -f "$mmproj" ] || [ "$build/tandem-gen-model" -nt "$mmproj" ]; then
   "$build/tandem-gen-model" --mmproj --preset tiny --type F32 -o "$mmproj" >/dev/null
 fi
 
-log="$work/server.log"
+tools_model="$work/tiny-qwen35-template-f32.gguf"  # Qwen3.5's template: tools and XML calls
+if [ ! -f "$tools_model" ] || [ "$build/tandem-gen-model" -nt "$tools_model" ] ||
+   [ "$here/../text/templates/qwen3.5.jinja" -nt "$tools_model" ]; then
+  "$build/tandem-gen-model" --preset tiny --type F32 --threads 2 --chat-template "$here/../text/templates/qwen3.5.jinja" \
+    -o "$tools_model" >/dev/null
+fi
+
 key="sdk-test-key"
-"$build/tandem-server" -m "$model" --host 127.0.0.1 --port 0 --api-key "$key" --ctx-size 1024 --threads 2 \
-  --mmproj "$mmproj" --image-max-tokens 16 \
-  --log-requests "$work/requests.jsonl" > "$log" 2>&1 &
-pid=$!
+pids=()
 cleanup() {
-  if kill -0 "$pid" 2>/dev/null; then
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
+  for pid in "${pids[@]}"; do
+    if kill -0 "$pid" 2>/dev/null; then
+      kill "$pid" 2>/dev/null || true
+      for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -9 "$pid" 2>/dev/null || true
+    fi
+  done
 }
 trap cleanup EXIT
 
-port=""
-for _ in $(seq 1 300); do  # up to 30 s (slower under sanitizers)
-  port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9][0-9]*\).*/\1/p' "$log" | head -n1)
-  [ -n "$port" ] && break
-  kill -0 "$pid" 2>/dev/null || { echo "FAILED: tandem-server exited:"; cat "$log"; exit 1; }
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "FAILED: tandem-server did not report its port:"; cat "$log"; exit 1; }
-echo "== tandem-server on port $port"
+# start_server LOG ARGS...: starts tandem-server on a free loopback port; sets $port.
+start_server() {
+  local log=$1
+  shift
+  "$build/tandem-server" --host 127.0.0.1 --port 0 --api-key "$key" --ctx-size 1024 --threads 2 "$@" > "$log" 2>&1 &
+  local pid=$!
+  pids+=("$pid")
+  port=""
+  for _ in $(seq 1 300); do  # up to 30 s (slower under sanitizers)
+    port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9][0-9]*\).*/\1/p' "$log" | head -n1)
+    [ -n "$port" ] && break
+    kill -0 "$pid" 2>/dev/null || { echo "FAILED: tandem-server exited:"; cat "$log"; exit 1; }
+    sleep 0.1
+  done
+  [ -n "$port" ] || { echo "FAILED: tandem-server did not report its port:"; cat "$log"; exit 1; }
+}
 
+log="$work/server.log"
+start_server "$log" -m "$model" --mmproj "$mmproj" --image-max-tokens 16 --log-requests "$work/requests.jsonl"
+echo "== tandem-server on port $port"
 status=0
 timeout 180 node "$here/openai_sdk_test.js" "http://127.0.0.1:$port/v1" "$key" || status=$?
+
+# Tools (issue 45): the tiny model with Qwen3.5's chat template (XML tool calls), speculating, so
+# that the grammar's forced drafts are in play.
+if [ "$status" -eq 0 ]; then
+  log="$work/server-tools.log"
+  start_server "$log" -m "$tools_model" --spec on
+  echo "== tandem-server (Qwen3.5 template, --spec on) on port $port"
+  timeout 180 node "$here/openai_sdk_tools_test.js" "http://127.0.0.1:$port/v1" "$key" || status=$?
+fi
 cleanup
 trap - EXIT
 if [ "$status" -ne 0 ]; then

@@ -88,6 +88,7 @@ bool valid_function_name(const std::string& n) {
 }  // namespace
 
 void validate_chat_messages(const Json& messages, const std::vector<std::string>& template_roles) {
+  std::vector<std::string> call_ids;  // the ids of the assistant messages' tool calls so far
   for (size_t i = 0; i < messages.size(); ++i) {
     const Json& m = messages[i];
     const std::string at = "messages[" + std::to_string(i) + "]";
@@ -117,8 +118,17 @@ void validate_chat_messages(const Json& messages, const std::vector<std::string>
     if (const auto tc = m.find("tool_calls"); tc != m.end() && !tc->is_null()) {
       if (role != "assistant") fail(at + ".tool_calls", "is only allowed in an assistant message", "messages");
       check_tool_calls(*tc, at + ".tool_calls");
+      for (const Json& c : *tc)
+        if (const auto id = c.find("id"); id != c.end() && id->is_string()) call_ids.push_back(id->get<std::string>());
     }
-    if (role == "tool") check_optional_string(m, "tool_call_id", at, "messages");
+    if (role == "tool") {
+      check_optional_string(m, "tool_call_id", at, "messages");
+      // A result answers a call the conversation made (OpenAI refuses one that does not).
+      if (const auto id = m.find("tool_call_id"); id != m.end() && id->is_string() &&
+                                                   std::find(call_ids.begin(), call_ids.end(), id->get<std::string>()) == call_ids.end())
+        fail(at + ".tool_call_id", shown(id->get<std::string>()) + " matches no tool call \"id\" of an earlier assistant message",
+             "messages");
+    }
   }
 }
 
@@ -137,8 +147,20 @@ void validate_tools(const Json& tools) {
     if (name == f->end() || !name->is_string() || !valid_function_name(name->get<std::string>()))
       fail(at + ".function.name", "must be 1 to 64 of a-z, A-Z, 0-9, '_' and '-'", "tools");
     check_optional_string(*f, "description", at + ".function", "tools");
-    if (const auto p = f->find("parameters"); p != f->end() && !p->is_null() && !p->is_object())
-      fail(at + ".function.parameters", "must be a JSON Schema object", "tools");
+    for (size_t k = 0; k < i; ++k)
+        if (tools[k]["function"]["name"] == *name)
+          fail(at + ".function.name", shown(name->get<std::string>()) + " is also tools[" + std::to_string(k) + "]'s name", "tools");
+    if (const auto p = f->find("parameters"); p != f->end() && !p->is_null()) {
+      // The arguments are an object: the schema must describe one (its properties are the
+      // parameters the call formats name).
+      if (!p->is_object())
+        fail(at + ".function.parameters", "must be a JSON Schema object ({\"type\": \"object\", \"properties\": {...}}), got " +
+                                              std::string(p->type_name()), "tools");
+      if (const auto ty = p->find("type"); ty != p->end() && !(ty->is_string() && *ty == "object"))
+        fail(at + ".function.parameters.type", "must be \"object\" (the arguments are a JSON object), got " + ty->dump(), "tools");
+      if (const auto props = p->find("properties"); props != p->end() && !props->is_object())
+        fail(at + ".function.parameters.properties", "must be an object of parameter schemas, got " + std::string(props->type_name()), "tools");
+    }
     if (const auto s = f->find("strict"); s != f->end() && !s->is_null() && !s->is_boolean())
       fail(at + ".function.strict", "must be a boolean", "tools");
   }

@@ -49,6 +49,10 @@ const Json* present(const Json& body, const char* key) {
 
 }  // namespace
 
+grammar::JsonWhitespace request_json_whitespace(const Json& body, grammar::JsonWhitespace default_whitespace) {
+  return whitespace_of(body, default_whitespace);
+}
+
 serve::GrammarRequest parse_grammar_request(const Json& body, bool chat, grammar::JsonWhitespace default_whitespace) {
   serve::GrammarRequest out;
   const grammar::JsonWhitespace ws = whitespace_of(body, default_whitespace);

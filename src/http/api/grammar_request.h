@@ -24,4 +24,8 @@ namespace tandem::http {
 // Throws ApiError (400) naming the field for a wrong shape or a schema that cannot be converted.
 serve::GrammarRequest parse_grammar_request(const Json& body, bool chat, grammar::JsonWhitespace default_whitespace);
 
+// The request's JSON whitespace: "tandem.json_whitespace", else the server's default. 400 for a
+// wrong value.
+grammar::JsonWhitespace request_json_whitespace(const Json& body, grammar::JsonWhitespace default_whitespace);
+
 }  // namespace tandem::http

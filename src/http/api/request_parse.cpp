@@ -6,6 +6,7 @@
 
 #include "http/api/api_error.h"
 #include "http/api/chat_validation.h"
+#include "grammar/tool_grammar.h"
 #include "http/api/grammar_request.h"
 #include "serve/request/chat_prompt.h"
 #include "serve/request/image_url.h"
@@ -82,19 +83,108 @@ void parse_common(const Json& b, const ParseContext& ctx, serve::GenerationParam
     gp.max_drafts = std::min(gp.max_drafts, static_cast<int>(*v));
 }
 
-// OpenAI's tool_choice: "none" leaves calls in the answer's text; "auto", "required" and a named
-// function ({"type": "function", "function": {"name": ...}}) are accepted, not enforced.
-bool tool_choice_none(const Json& b) {
+// OpenAI's tool_choice: "none" (no tools rendered, calls stay text), "auto" (the default: calls
+// when the model opens one), "required" or a named function {"type": "function", "function":
+// {"name": ...}} (calls only, of that function).
+struct ToolChoice {
+  enum class Kind { Auto, None, Required } kind = Kind::Auto;
+  std::string function;  // Required: only this one
+};
+
+ToolChoice parse_tool_choice(const Json& b) {
+  ToolChoice c;
   const auto it = b.find("tool_choice");
-  if (it == b.end() || it->is_null() || it->is_object()) return false;
+  if (it == b.end() || it->is_null()) return c;
   if (it->is_string()) {
     const std::string& s = it->get_ref<const std::string&>();
-    if (s == "none") return true;
-    if (s == "auto" || s == "required") return false;
+    if (s == "none") c.kind = ToolChoice::Kind::None;
+    else if (s == "required") c.kind = ToolChoice::Kind::Required;
+    else if (s != "auto")
+      throw bad_request("'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": "
+                        "{\"name\": ...}}, got " + it->dump(),
+                        "tool_choice");
+    return c;
   }
-  throw bad_request("'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": "
-                    "{\"name\": ...}}, got " + it->dump(),
-                    "tool_choice");
+  if (!it->is_object())
+    throw bad_request("'tool_choice' must be a string or {\"type\": \"function\", \"function\": {\"name\": ...}}, got " +
+                          std::string(it->type_name()),
+                      "tool_choice");
+  if (const auto ty = it->find("type"); ty == it->end() || *ty != "function")
+    throw bad_request("'tool_choice.type' must be \"function\"", "tool_choice");
+  const auto f = it->find("function");
+  const Json* name = nullptr;
+  if (f != it->end() && f->is_object())
+    if (const auto n = f->find("name"); n != f->end() && n->is_string()) name = &*n;
+  if (!name) throw bad_request("'tool_choice.function.name' must be the name of a function in 'tools'", "tool_choice");
+  c.kind = ToolChoice::Kind::Required;
+  c.function = name->get<std::string>();
+  return c;
+}
+
+// The names of the request's functions, for a message ("tap, type").
+std::string function_names(const Json& tools) {
+  std::string out;
+  for (const Json& t : tools)
+    if (t.is_object() && t.contains("function") && t["function"].contains("name"))
+      out += (out.empty() ? "" : ", ") + t["function"]["name"].get<std::string>();
+  return out;
+}
+
+// The tools' grammar (grammar/tool_grammar.h) for a request with tools, as its tool_choice asks.
+void tool_call_constraint(const Json& b, const ToolChoice& c, const ParseContext& ctx, serve::Request& r) {
+  const Json* tools = nullptr;
+  if (const auto it = b.find("tools"); it != b.end() && it->is_array() && !it->empty()) tools = &*it;
+  const bool required = c.kind == ToolChoice::Kind::Required;
+  if (required && !tools)
+    throw bad_request("'tool_choice' " + std::string(c.function.empty() ? "\"required\"" : "naming a function") +
+                          " needs 'tools' (there are none to call)",
+                      "tool_choice");
+  if (!c.function.empty()) {
+    bool found = false;
+    for (const Json& t : *tools) found = found || t["function"]["name"] == c.function;
+    if (!found)
+      throw bad_request("'tool_choice.function.name' '" + c.function + "' is not a function in 'tools' (" +
+                            function_names(*tools) + ")",
+                        "tool_choice");
+  }
+  if (!tools || c.kind == ToolChoice::Kind::None) return;
+  const text::ChatTemplateFamily family = ctx.tmpl ? ctx.tmpl->family() : text::ChatTemplateFamily::ChatML;
+  const text::ToolCallFormat format = text::tool_call_format(family);
+  if (format == text::ToolCallFormat::None) {
+    if (required)
+      throw bad_request(std::string("'tool_choice': calls cannot be required of this model: its chat template (") +
+                            text::chat_template_family_name(family) +
+                            ") has no tool-call format Tandem parses (Qwen3.5, Qwen3 and Granite-4.0 have)",
+                        "tool_choice");
+    return;  // auto: the calls the model writes are not parsed either
+  }
+  if (!r.grammar.gbnf.empty()) {
+    // The request's own constraint (response_format, json_schema) holds under "auto"; calls the
+    // model writes anyway are still parsed.
+    if (required)
+      throw bad_request("'tool_choice' requires a call, which '" + r.grammar.field + "' does not allow: send one or the other",
+                        "tool_choice");
+    return;
+  }
+  grammar::ToolGrammarOptions o;
+  o.format = format;
+  o.required = required;
+  o.function = c.function;
+  o.parallel = opt_bool(b, "parallel_tool_calls").value_or(true);
+  const text::ChatRequest& chat = r.prompt.chat;
+  if (ctx.tmpl && ctx.tmpl->opens_thinking(chat)) o.reasoning = grammar::ToolReasoning::Open;
+  else if (family == text::ChatTemplateFamily::Qwen3 && chat.enable_thinking.value_or(true))
+    o.reasoning = grammar::ToolReasoning::Optional;  // the model opens its own <think> block
+  o.whitespace = request_json_whitespace(b, ctx.json_whitespace);
+  if (ctx.tok) o.special_token = grammar::special_token_test(*ctx.tok);
+  try {
+    grammar::SchemaGrammar g = grammar::tool_call_grammar(*tools, o);
+    r.grammar.gbnf = std::move(g.gbnf);
+    r.grammar.warnings = std::move(g.warnings);
+    r.grammar.field = "tools";
+  } catch (const grammar::GrammarError& e) {
+    throw bad_request(std::string("'tools': ") + e.what(), "tools");
+  }
 }
 
 // llama.cpp's reasoning_format, over the server's --reasoning-format.
@@ -209,7 +299,10 @@ ParsedRequest parse_chat_request(const Json& b, const ParseContext& ctx) {
   if (max_tokens) gp.n_predict = *max_tokens;
   out.request.grammar = parse_grammar_request(b, /*chat=*/true, ctx.json_whitespace);
   out.request.reasoning_format = parse_reasoning_format(b, ctx);
-  out.request.tool_calls = !tool_choice_none(b);
+  const ToolChoice choice = parse_tool_choice(b);
+  opt_bool(b, "parallel_tool_calls");  // type-checked here, read by the tools' grammar
+  tool_call_constraint(b, choice, ctx, out.request);
+  out.request.tool_calls = choice.kind != ToolChoice::Kind::None;
   parse_stream(b, out);
   return out;
 }

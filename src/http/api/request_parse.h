@@ -19,7 +19,8 @@
 namespace tandem::http {
 
 struct ParseContext {
-  const text::ChatTemplate* tmpl = nullptr;  // the roles it renders besides the standard ones
+  const text::ChatTemplate* tmpl = nullptr;  // the roles it renders besides the standard ones, its tool-call format
+  const text::Tokenizer* tok = nullptr;      // which tags are special tokens (the tools' grammar)
   int64_t n_ctx = 0;     // per slot
   int n_parallel = 1;
   std::vector<std::string> model_names;  // the served names: the first answers a request without "model" (any name is accepted)

@@ -98,6 +98,7 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, A
   const Json body = parse_json_object(req.body);
   ParseContext ctx;
   ctx.tmpl = &tmpl_;
+  ctx.tok = &engine_.tokenizer();
   ctx.n_ctx = engine_.config().n_ctx;
   ctx.n_parallel = engine_.config().n_parallel;
   ctx.model_names = cfg_.model_names;

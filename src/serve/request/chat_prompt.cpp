@@ -72,7 +72,11 @@ PromptInput read_chat_prompt(const Json& body) {
         if ((*msgs)[mi].is_object()) collect_images((*msgs)[mi], mi, in.images);
     chat["messages"] = *msgs;
   }
-  if (const auto tools = body.find("tools"); tools != body.end() && !tools->is_null()) chat["tools"] = *tools;
+  // tool_choice "none": the model may not call, so it is not shown the tools (llama.cpp renders
+  // no tools then either); the HTTP layer checks tool_choice's other values.
+  const auto choice = body.find("tool_choice");
+  const bool no_tools = choice != body.end() && choice->is_string() && *choice == "none";
+  if (const auto tools = body.find("tools"); tools != body.end() && !tools->is_null() && !no_tools) chat["tools"] = *tools;
   std::optional<bool> thinking = opt_bool(body, "enable_thinking");
   if (const auto k = body.find("chat_template_kwargs"); k != body.end() && !k->is_null()) {
     if (!k->is_object()) throw RequestError("'chat_template_kwargs' must be an object", "chat_template_kwargs");

@@ -1,7 +1,9 @@
 // libFuzzer harness for the grammar engine (issue 24: "random and mutated grammars/schemas: no
 // crash, no hang past the limits"). The first byte picks the front end, the rest is its text:
-//   even: GBNF -> CompiledGrammar::compile
-//   odd:  JSON -> json_schema_to_gbnf (both whitespace modes) -> compile
+//   even:       GBNF -> CompiledGrammar::compile
+//   1 (mod 4):  JSON -> json_schema_to_gbnf (both whitespace modes) -> compile
+//   3 (mod 4):  JSON tools -> tool_call_grammar (issue 45; format, tool_choice, parallel calls and
+//               reasoning picked by the input's hash) -> compile
 // Every input is either rejected (GrammarError, or nlohmann's parse_error for bad JSON) or
 // compiles; a compiled grammar is then walked: masks, forced runs and token advances chosen from
 // the mask by the input's hash, under tight limits (GrammarLimitError is an allowed outcome, any
@@ -19,6 +21,7 @@
 
 #include "grammar/compiled_grammar.h"
 #include "grammar/json_schema.h"
+#include "grammar/tool_grammar.h"
 #include "text/test_vocab.h"
 
 using namespace tandem;
@@ -116,6 +119,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     schema = nlohmann::ordered_json::parse(text);
   } catch (const nlohmann::json::exception&) {
+    return 0;
+  }
+  if (data[0] % 4 == 3) {
+    grammar::ToolGrammarOptions o;
+    o.format = h & 1 ? text::ToolCallFormat::Xml : text::ToolCallFormat::Json;
+    o.required = (h >> 1) & 1;
+    o.parallel = (h >> 2) & 1;
+    o.reasoning = static_cast<grammar::ToolReasoning>((h >> 3) % 3);
+    o.whitespace = (h >> 5) & 1 ? grammar::JsonWhitespace::Compact : grammar::JsonWhitespace::Flexible;
+    o.special_token = grammar::special_token_test(vocab()->tokenizer());
+    grammar::SchemaGrammar tg;
+    try {
+      tg = grammar::tool_call_grammar(schema, o);
+    } catch (const grammar::GrammarError&) {
+      return 0;
+    }
+    compile_and_walk(tg.gbnf, h);
     return 0;
   }
   for (auto ws : {grammar::JsonWhitespace::Compact, grammar::JsonWhitespace::Flexible}) {

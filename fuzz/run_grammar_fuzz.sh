@@ -21,7 +21,7 @@ CORPUS=$BUILD/grammar-corpus
 SEEDS=$BUILD/grammar-seeds
 ARTIFACTS=$BUILD/grammar-artifacts
 mkdir -p "$CORPUS" "$SEEDS" "$ARTIFACTS"
-# Seeds: byte 0 = front end ('0' GBNF, '1' JSON Schema), then the text.
+# Seeds: byte 0 = front end ('0' GBNF, '1' JSON Schema, '3' tools), then the text.
 seed() { printf '%s%s' "$1" "$2" >"$SEEDS/$3"; }
 seed 0 'root ::= "{\"action\":\"" ( "tap\",\"index\":" [0-9]+ | "back\"" ) "}"' action.gbnf
 seed 0 'root ::= expr
@@ -39,6 +39,8 @@ seed 1 '{"type":"object","properties":{"action":{"const":"tap"},"index":{"type":
 seed 1 '{"oneOf":[{"type":"string","maxLength":4},{"type":"array","items":{"$ref":"#/$defs/n"},"maxItems":3}],"$defs":{"n":{"type":"number"}}}' union.json
 seed 1 '{"type":"string","pattern":"^[a-z]+(-[0-9]{2,3})?$"}' pattern.json
 seed 1 '{"enum":["up","down",3,null,{"a":[1]}]}' enum.json
+# '3': a chat request's tools (grammar/tool_grammar.h).
+seed 3 '[{"type":"function","function":{"name":"tap","parameters":{"type":"object","properties":{"index":{"type":"integer","minimum":0,"maximum":99},"text":{"type":"string"},"mode":{"type":"string","enum":["a","b"]}},"required":["index"]}}},{"type":"function","function":{"name":"home"}}]' tools.json
 # The suite's schemas, when Debian's json-schema-test-suite is installed: its newest draft folder
 # (Debian 12's package stops at draft7; upstream has draft2019-09 and draft2020-12 too).
 SUITE=

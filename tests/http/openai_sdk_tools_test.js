@@ -92,7 +92,10 @@ async function main() {
   const client = new OpenAI({ baseURL, apiKey, timeout: 60000, maxRetries: 0 });
   const model = (await client.models.list()).data[0].id;
   const user = { role: 'user', content: 'Open the menu: it is element 3.' };
-  const base = { model, tools, max_tokens: 200, temperature: 0, chat_template_kwargs: { enable_thinking: false } };
+  // One call per answer: the random model, greedy, would repeat calls up to max_tokens.
+  const base = {
+    model, tools, max_tokens: 200, temperature: 0, parallel_tool_calls: false, chat_template_kwargs: { enable_thinking: false },
+  };
 
   // tool_choice "required", whole and streamed (greedy: the same call).
   const whole = await client.chat.completions.create({ ...base, messages: [user], tool_choice: 'required' });
@@ -114,7 +117,7 @@ async function main() {
   let named = 0;
   for (let seed = 0; seed < 5; seed++) {
     const r = await client.chat.completions.create({
-      ...base, messages: [user], temperature: 1, seed, parallel_tool_calls: false,
+      ...base, messages: [user], temperature: 1, seed,
       tool_choice: { type: 'function', function: { name: 'scroll' } },
     });
     const calls = r.choices[0].message.tool_calls || [];

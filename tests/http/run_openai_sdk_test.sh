@@ -74,7 +74,7 @@ trap cleanup EXIT
 start_server() {
   local log=$1
   shift
-  "$build/tandem-server" --host 127.0.0.1 --port 0 --api-key "$key" --ctx-size 1024 --threads 2 "$@" > "$log" 2>&1 &
+  "$build/tandem-server" --host 127.0.0.1 --port 0 --api-key "$key" --threads 2 "$@" > "$log" 2>&1 &
   local pid=$!
   pids+=("$pid")
   port=""
@@ -88,7 +88,7 @@ start_server() {
 }
 
 log="$work/server.log"
-start_server "$log" -m "$model" --mmproj "$mmproj" --image-max-tokens 16 --log-requests "$work/requests.jsonl"
+start_server "$log" -m "$model" --ctx-size 1024 --mmproj "$mmproj" --image-max-tokens 16 --log-requests "$work/requests.jsonl"
 echo "== tandem-server on port $port"
 status=0
 timeout 180 node "$here/openai_sdk_test.js" "http://127.0.0.1:$port/v1" "$key" || status=$?
@@ -97,7 +97,7 @@ timeout 180 node "$here/openai_sdk_test.js" "http://127.0.0.1:$port/v1" "$key" |
 # that the grammar's forced drafts are in play.
 if [ "$status" -eq 0 ]; then
   log="$work/server-tools.log"
-  start_server "$log" -m "$tools_model" --spec on
+  start_server "$log" -m "$tools_model" --ctx-size 4096 --spec on  # the tools' system prompt: ~1000 byte-level tokens
   echo "== tandem-server (Qwen3.5 template, --spec on) on port $port"
   timeout 180 node "$here/openai_sdk_tools_test.js" "http://127.0.0.1:$port/v1" "$key" || status=$?
 fi

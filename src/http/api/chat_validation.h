@@ -9,9 +9,11 @@
 //     supported); null or absent only for an assistant message (one that calls tools);
 //   - tool_calls (assistant only): an array of {"type": "function", "function": {"name": non-empty
 //     string, "arguments": string or object}}; "id" a string when given;
-//   - tool messages: tool_call_id a string when given; "name" a string wherever given;
-//   - tools: an array of {"type": "function", "function": {"name": 1-64 of [A-Za-z0-9_-], "description":
-//     string, "parameters": a JSON Schema object, "strict": bool}}.
+//   - tool messages: tool_call_id a string when given, the "id" of an earlier assistant tool call
+//     (OpenAI's rule); "name" a string wherever given;
+//   - tools: an array of {"type": "function", "function": {"name": 1-64 of [A-Za-z0-9_-], no two
+//     alike, "description": string, "parameters": a JSON Schema object whose "type", when given, is
+//     "object" (the arguments are an object), "strict": bool}}.
 // Every refusal is a 400 naming the element ("messages[2].role", "tools[0].function.name").
 #pragma once
 

@@ -7,7 +7,8 @@
 //             (image_url.h) into PromptInput::images in order; video and audio parts are refused,
 //             and so are images in system messages (the Qwen3.5 template's rule; user and tool
 //             messages may carry screenshots); OpenAI's "developer" role renders as system;
-//   tools (not rendered under tool_choice "none"), enable_thinking (top level, or llama.cpp's chat_template_kwargs.enable_thinking);
+//   tools (not rendered under tool_choice "none"), enable_thinking (top level, or llama.cpp's
+//             chat_template_kwargs.enable_thinking);
 //   image_min_tokens / image_max_tokens, read when there are images.
 // A RequestError names the field. What roles and tool definitions may be is the HTTP layer's
 // stricter check, made before this one (http/api/chat_validation.h).

@@ -247,6 +247,10 @@ class Builder {
       if (params.contains(k) && !(std::string(k) == "additionalProperties" && params[k] == false))
         warnings_.push_back(where + ": '" + k + "' is not enforced on parameters written as XML (declared properties only)");
     auto param = [&](const std::string& p, const text::Json* schema, size_t i) {
+      // The parser reads a name up to '>' on one line (text/tool_calls.h): another would force a
+      // call that never parses.
+      if (p.empty() || p.find_first_of(">\n") != std::string::npos)
+        throw GrammarError(where + "/properties/" + p + ": a parameter name written as <parameter=NAME> cannot be empty or hold '>' or a line break");
       const std::string value = xml_value(schema, rule + "-p" + std::to_string(i) + "-", where + "/properties/" + p);
       return literal("<parameter=" + p + ">\n") + " " + value + " " + literal("\n</parameter>\n");
     };

@@ -257,6 +257,10 @@ TEST(ToolGrammar, SchemaErrorsNameTheTool) {
       EXPECT_NE(std::string(e.what()).find("tools[2].function.parameters/properties/x"), std::string::npos) << e.what();
     }
   }
+  tools = tools_json();
+  tools[0]["function"]["parameters"]["properties"]["a>b"] = Json::parse(R"({"type": "integer"})");
+  EXPECT_THROW(tool_call_grammar(tools, options(ToolCallFormat::Xml, true)), GrammarError);
+  EXPECT_NO_THROW(tool_call_grammar(tools, options(ToolCallFormat::Json, true)));  // a JSON key may
   // A string constraint the XML text cannot enforce is a warning naming it.
   tools = tools_json();
   tools[1]["function"]["parameters"]["properties"]["text"]["maxLength"] = 5;

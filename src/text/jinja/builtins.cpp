@@ -4,8 +4,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <ctime>
 #include <set>
+#include <string>
+#include <vector>
 
 #include <unicode/locid.h>
 #include <unicode/uchar.h>

@@ -1,6 +1,10 @@
 #include "text/jinja/interpreter.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "text/jinja/builtins.h"
 

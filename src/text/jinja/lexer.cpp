@@ -1,6 +1,8 @@
 #include "text/jinja/lexer.h"
 
+#include <cstdint>
 #include <cstring>
+#include <string>
 
 #include "text/jinja/value.h"
 

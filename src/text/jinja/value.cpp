@@ -1,8 +1,10 @@
 #include "text/jinja/value.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 namespace tandem::text::jinja {
 

@@ -8,10 +8,10 @@ set -euo pipefail
 SECONDS_TO_RUN=${1:-60}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 export FUZZ_BUILD=${FUZZ_BUILD:-$ROOT/build-san}
-targets=(gguf grammar image http)
+targets=(gguf grammar image http jinja)
 CC=clang CXX=clang++ cmake -S "$ROOT" -B "$FUZZ_BUILD" -G Ninja -DTANDEM_SANITIZE=ON -DTANDEM_BENCH=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C "$FUZZ_BUILD" -j"${JOBS:-2}" gguf_reader_fuzz gguf_seed_writer grammar_fuzz image_fuzz image_seed_writer http_fuzz
+ninja -C "$FUZZ_BUILD" -j"${JOBS:-2}" gguf_reader_fuzz gguf_seed_writer grammar_fuzz image_fuzz image_seed_writer http_fuzz jinja_fuzz
 
 logs=$FUZZ_BUILD/fuzz-logs
 mkdir -p "$logs"

@@ -6,7 +6,8 @@ set -euo pipefail
 pkgs=(cmake ninja-build g++ ccache pkg-config libstb-dev libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
       libcpp-httplib-dev python3-numpy clang libclang-rt-14-dev gnuplot-nox
       libicu-dev  # ICU: tokenizer Unicode classes
-      json-schema-test-suite python3-jsonschema)  # the JSON Schema -> GBNF conformance test
+      json-schema-test-suite python3-jsonschema  # the JSON Schema -> GBNF conformance test
+      python3-jinja2)  # the oracle of the chat-template interpreter (tests/text/jinja_oracle.py)
 # The Arm64 step's packages (scripts/arm64-tests.sh) only when asked for: `--arm64` (as
 # scripts/test.sh does) or TANDEM_ARM64_CI=1. They enable Debian's arm64 multiarch, which the x86
 # build, the tests and the demo do not need.

@@ -52,7 +52,7 @@ san=build-san
 stage_sanitizers() {
   CC=clang CXX=clang++ cmake -S . -B "$san" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTANDEM_SANITIZE=ON \
     -DTANDEM_BENCH=OFF >/dev/null
-  ninja -C "$san" -j"$JOBS" tandem_tests tandem_runtime_tests tandem-server tandem-gen-model
+  ninja -C "$san" -j"$JOBS" tandem_tests tandem_runtime_tests tandem-server tandem-gen-model tandem-apply-template
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ci_tests sanitizers-ctest ctest --test-dir "$san" -j"$JOBS" --output-on-failure --no-tests=error
 }

@@ -227,7 +227,7 @@ int main(int argc, char** argv) {
 
     const auto file = GgufFile::open(model);
     const auto tok = text::Tokenizer::from_gguf(*file);
-    const auto tmpl = text::ChatTemplate::from_gguf_template(tok->vocab().chat_template());
+    const auto tmpl = text::ChatTemplate::from_gguf_template(tok->vocab().chat_template(), text::chat_template_tokens(*tok));
     std::map<std::string, double> sum;
     double total = 0;
     std::vector<std::vector<int32_t>> streams;

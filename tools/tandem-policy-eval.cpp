@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
     lo.n_threads = threads;
     auto model = load_model(model_path, lo);
     const auto tok = text::Tokenizer::from_gguf(model->file());
-    const auto tmpl = text::ChatTemplate::from_gguf_template(tok->vocab().chat_template());
+    const auto tmpl = text::ChatTemplate::from_gguf_template(tok->vocab().chat_template(), text::chat_template_tokens(*tok));
     const ojson schema = schema_path.empty() ? agent::action_schema() : ojson::parse(read_file(schema_path));
     const agent::SchemaValidator validator(*tok, schema);
 

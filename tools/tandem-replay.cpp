@@ -543,7 +543,9 @@ int main(int argc, char** argv) {
       if (!answer_schema.is_null()) validator = std::make_unique<SchemaValidator>(*tok, answer_schema);
       text::ChatTemplate tmpl(text::ChatTemplateFamily::ChatML);
       try {
-        tmpl = text::ChatTemplate::from_gguf_template(tok->vocab().chat_template());
+        tmpl = text::ChatTemplate::from_gguf_template(tok->vocab().chat_template(), text::chat_template_tokens(*tok));
+      } catch (const text::ChatTemplateLoadError&) {
+        throw;  // the server would not have started on it either
       } catch (const text::ChatTemplateError&) {
       }
       std::vector<int32_t> prev;

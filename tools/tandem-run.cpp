@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
     // --image, image chunks where the markers are (vision/multimodal_prompt.h).
     std::string text;
     if (!chat_file.empty()) {
-      const ChatTemplate tmpl = ChatTemplate::from_gguf_template(tok->vocab().chat_template());
+      const ChatTemplate tmpl = ChatTemplate::from_gguf_template(tok->vocab().chat_template(), chat_template_tokens(*tok));
       if (!tmpl.exact()) std::fprintf(stderr, "tandem-run: warning: %s\n", tmpl.note().c_str());
       ChatRequest req = ChatRequest::from_json(Json::parse(read_file(chat_file)));
       req.add_generation_prompt = true;

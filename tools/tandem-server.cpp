@@ -88,8 +88,12 @@ int main(int argc, char** argv) {
     const auto tok = text::Tokenizer::from_gguf(model->file());
     text::ChatTemplate tmpl(text::ChatTemplateFamily::ChatML);
     try {
-      tmpl = text::ChatTemplate::from_gguf_template(tok->vocab().chat_template());
+      tmpl = text::ChatTemplate::from_gguf_template(tok->vocab().chat_template(), text::chat_template_tokens(*tok));
       if (!tmpl.exact()) std::fprintf(stderr, "tandem-server: warning: %s\n", tmpl.note().c_str());
+      if (tmpl.is_interpreted())
+        std::fprintf(stderr, "tandem-server: chat template: not a native family; rendered by the Jinja interpreter\n");
+    } catch (const text::ChatTemplateLoadError&) {
+      throw;  // a template the interpreter cannot run: the load fails (never a wrong prompt)
     } catch (const text::ChatTemplateError& e) {
       std::fprintf(stderr, "tandem-server: warning: %s; using ChatML\n", e.what());
     }

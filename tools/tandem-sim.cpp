@@ -93,9 +93,13 @@ Loaded load_model_meta(const std::string& path) {
   m.file = GgufFile::open(path);
   m.shape = read_model_shape(*m.file);
   m.tok = text::Tokenizer::from_gguf(*m.file);
-  // As tandem-server: an unrecognized template falls back to ChatML.
+  // As tandem-server: a missing template falls back to ChatML (one the interpreter cannot run is
+  // the same fatal error as the server's).
   try {
-    m.tmpl = std::make_unique<text::ChatTemplate>(text::ChatTemplate::from_gguf_template(m.tok->vocab().chat_template()));
+    m.tmpl = std::make_unique<text::ChatTemplate>(
+        text::ChatTemplate::from_gguf_template(m.tok->vocab().chat_template(), text::chat_template_tokens(*m.tok)));
+  } catch (const text::ChatTemplateLoadError&) {
+    throw;
   } catch (const text::ChatTemplateError& e) {
     std::fprintf(stderr, "tandem-sim: warning: %s; using ChatML\n", e.what());
     m.tmpl = std::make_unique<text::ChatTemplate>(text::ChatTemplateFamily::ChatML);

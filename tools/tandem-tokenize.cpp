@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
       for (const auto& c : cases) {
         nlohmann::ordered_json r;
         try {
-          const ChatTemplate tmpl = ChatTemplate::from_gguf_template(tok->vocab().chat_template());
+          const ChatTemplate tmpl = ChatTemplate::from_gguf_template(tok->vocab().chat_template(), chat_template_tokens(*tok));
           const ChatRequest req = ChatRequest::from_json(c);
           const ChatPrompt p = tmpl.render(req);
           const ChatTokens t = tokenize_chat(*tok, p);

@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
       file = GgufFile::from_memory(vocab_gguf.data(), vocab_gguf.size(), tokenizer_json);
     }
     const auto tok = text::Tokenizer::from_gguf(*file);
-    const auto tmpl = text::ChatTemplate::from_gguf_template(tok->vocab().chat_template());
+    const auto tmpl = text::ChatTemplate::from_gguf_template(tok->vocab().chat_template(), text::chat_template_tokens(*tok));
 
     std::ofstream out_file;
     if (!out_path.empty()) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "text/jinja/template.h"
 #include "text/special_tokens.h"
 #include "text/tokenizer.h"
 
@@ -588,6 +589,50 @@ void to_json_text_impl(const Json& j, std::string& out) {
   }
 }
 
+// The variables an interpreted template renders with, as llama.cpp's server passes them: the
+// messages (each as the request sent it, with the role and content the request path settled on),
+// the tools when there are any, add_generation_prompt, bos_token / eos_token, enable_thinking when
+// set, and every chat_template_kwargs member.
+Json interpreter_context(const ChatRequest& req, const ChatTemplateTokens& tokens) {
+  Json ctx = Json::object();
+  Json msgs = Json::array();
+  for (const ChatMessage& m : req.messages) {
+    Json j = m.source.is_object() ? m.source : Json::object();
+    j["role"] = m.role;
+    if (m.content_is_parts) {
+      if (!(j.contains("content") && j["content"].is_array())) {
+        Json parts = Json::array();
+        for (const ChatContentPart& p : m.parts) {
+          if (p.kind == ChatContentPart::Kind::Text) parts.push_back({{"type", "text"}, {"text", p.text}});
+          else parts.push_back({{"type", p.kind == ChatContentPart::Kind::Image ? "image" : "video"}});
+        }
+        j["content"] = std::move(parts);
+      }
+    } else if (m.content_is_null) {
+      j["content"] = nullptr;
+    } else {
+      j["content"] = m.content;
+    }
+    if (m.reasoning_content && !j.contains("reasoning_content")) j["reasoning_content"] = *m.reasoning_content;
+    if (!m.tool_calls.empty() && !j.contains("tool_calls")) {
+      Json calls = Json::array();
+      for (const ChatToolCall& c : m.tool_calls)
+        calls.push_back({{"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+      j["tool_calls"] = std::move(calls);
+    }
+    msgs.push_back(std::move(j));
+  }
+  ctx["messages"] = std::move(msgs);
+  if (!req.tools.empty()) ctx["tools"] = req.tools;
+  ctx["add_generation_prompt"] = req.add_generation_prompt;
+  ctx["bos_token"] = tokens.bos_token;
+  ctx["eos_token"] = tokens.eos_token;
+  if (req.enable_thinking) ctx["enable_thinking"] = *req.enable_thinking;
+  if (req.template_kwargs.is_object())
+    for (const auto& [k, v] : req.template_kwargs.items()) ctx[k] = v;
+  return ctx;
+}
+
 }  // namespace
 
 std::string to_json_text(const Json& j) {
@@ -629,7 +674,20 @@ const char* chat_template_user_delimiter(ChatTemplateFamily f) {
   return "";
 }
 
-ChatTemplate ChatTemplate::from_gguf_template(const std::string& src) {
+ChatTemplate ChatTemplate::interpreted(const std::string& source, const ChatTemplateTokens& tokens) {
+  ChatTemplate t(ChatTemplateFamily::ChatML);
+  try {
+    t.jinja_ = std::make_shared<const jinja::Template>(jinja::Template::parse(source));
+  } catch (const jinja::ParseError& e) {
+    throw ChatTemplateLoadError(std::string("chat template (Jinja): ") + e.what());
+  }
+  t.tokens_ = tokens;
+  return t;
+}
+
+std::string ChatTemplate::name() const { return jinja_ ? "jinja" : chat_template_family_name(family_); }
+
+ChatTemplate ChatTemplate::from_gguf_template(const std::string& src, const ChatTemplateTokens& tokens) {
   if (src.empty())
     fail("the model has no chat template (tokenizer.chat_template is missing); use a plain prompt (-p) instead");
   const uint64_t fp = template_fingerprint(src);
@@ -656,11 +714,8 @@ ChatTemplate ChatTemplate::from_gguf_template(const std::string& src) {
              has(src, "<tool_response>") && !has(src, "<function=")) {
     t.family_ = ChatTemplateFamily::Qwen3;
   } else {
-    std::string head = src.substr(0, 120);
-    std::replace(head.begin(), head.end(), '\n', ' ');
-    fail("unrecognized chat template (" + std::to_string(src.size()) + " bytes, starting \"" + head +
-         "...\"); Tandem renders the ChatML, Qwen3, Qwen3.5, LFM2 and Granite-4.0 template families natively and "
-         "does not guess others");
+    // Not a family Tandem renders natively: the interpreter renders it as written.
+    return interpreted(src, tokens);
   }
   t.note_ = std::string("chat template is not byte-identical to a tested ") + chat_template_family_name(t.family_) +
             " template; rendering it as that family (check the output if the model's template was customized)";
@@ -689,6 +744,19 @@ const ChatFamilyTokenizer& chat_family_tokenizer(ChatTemplateFamily f) {
 
 ChatPrompt ChatTemplate::render(const ChatRequest& req) const {
   ChatPrompt p;
+  if (jinja_) {
+    try {
+      p.text = jinja_->render(interpreter_context(req, tokens_));
+    } catch (const jinja::Error& e) {
+      throw ChatTemplateError(e.what());
+    }
+    // llama.cpp drops the template's BOS when the tokenizer adds one (common_chat_templates_apply).
+    if (tokens_.add_bos && !tokens_.bos_token.empty() && p.text.rfind(tokens_.bos_token, 0) == 0)
+      p.text.erase(0, tokens_.bos_token.size());
+    p.message_offsets.assign(req.messages.size(), 0);
+    for (const auto& m : req.messages) p.roles.push_back(m.role);
+    return p;
+  }
   Renderer r(req, p);
   switch (family_) {
     case ChatTemplateFamily::ChatML: r.chatml(); break;
@@ -706,7 +774,19 @@ ChatPrompt ChatTemplate::render(const ChatRequest& req) const {
   return p;
 }
 
-bool ChatTemplate::opens_thinking(const ChatRequest& req) const { return leaves_think_open(family_, req); }
+bool ChatTemplate::opens_thinking(const ChatRequest& req) const {
+  if (jinja_) {
+    // The prompt itself says: it ends inside an opened think block.
+    try {
+      std::string text = render(req).text;
+      while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+      return text.size() >= 7 && text.compare(text.size() - 7, 7, "<think>") == 0;
+    } catch (const ChatTemplateError&) {
+      return false;
+    }
+  }
+  return leaves_think_open(family_, req);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Request parsing.
@@ -737,6 +817,7 @@ ChatRequest ChatRequest::from_json(const Json& j) {
     const std::string where = "chat request: messages[" + std::to_string(i) + "]";
     if (!m.is_object()) fail(where + " is not an object");
     ChatMessage cm;
+    cm.source = m;
     if (!m.contains("role") || !m["role"].is_string()) fail(where + ": missing string \"role\"");
     cm.role = m["role"].get<std::string>();
     const Json content = m.contains("content") ? m["content"] : Json();
@@ -787,6 +868,15 @@ ChatRequest ChatRequest::from_json(const Json& j) {
 
 // ---------------------------------------------------------------------------------------------
 // Tokens.
+
+ChatTemplateTokens chat_template_tokens(const Tokenizer& tok) {
+  ChatTemplateTokens t;
+  const Vocabulary& v = tok.vocab();
+  if (const auto b = v.bos(); b && v.valid_id(*b)) t.bos_token = v.token_text(*b);
+  if (const auto e = v.eos(); e && v.valid_id(*e)) t.eos_token = v.token_text(*e);
+  t.add_bos = tok.add_bos();
+  return t;
+}
 
 int32_t ChatTokens::last_user_start() const {
   return user_starts.empty() ? -1 : static_cast<int32_t>(user_starts.back());

@@ -19,6 +19,10 @@
 //             content<|end_of_text|>\n, a default system prompt when there is none, tools in
 //             <tools></tools>, <tool_call> JSON, tool results as one user turn per run of tool
 //             messages.
+// Any other template is interpreted (text/jinja/: a Jinja2 interpreter checked against python3-jinja2):
+// parsed when the model loads, so that a construct the interpreter lacks is a load error
+// (ChatTemplateLoadError, naming it and its line) rather than a wrong prompt at the first request.
+// An interpreted template has no user spans (tail checkpoints only, as LFM2) and no tool-call format.
 // ChatML / Qwen families: add_generation_prompt opens the assistant turn; enable_thinking = false
 // adds the empty think block "<think>\n\n</think>\n\n". LFM2 and Granite-4.0 have no thinking
 // switch (their templates do not read enable_thinking; it is ignored).
@@ -35,6 +39,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -51,6 +56,12 @@ class Tokenizer;
 class ChatTemplateError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+// The template cannot be used at all (a Jinja construct the interpreter does not implement, a
+// syntax error): the model's load fails with it.
+class ChatTemplateLoadError : public ChatTemplateError {
+ public:
+  using ChatTemplateError::ChatTemplateError;
 };
 
 using Json = nlohmann::ordered_json;  // keeps key order, as tojson in the reference does
@@ -75,6 +86,9 @@ struct ChatMessage {
   std::vector<ChatContentPart> parts;
   std::optional<std::string> reasoning_content;
   std::vector<ChatToolCall> tool_calls;
+  // The message as the request sent it (from_json): an interpreted template sees all its fields
+  // (tool_call_id, name, ...), with role and content as above.
+  Json source;
 };
 
 struct ChatRequest {
@@ -83,6 +97,9 @@ struct ChatRequest {
   bool add_generation_prompt = true;
   std::optional<bool> enable_thinking;  // unset = the template's default
   bool add_vision_id = false;           // Qwen3.5: "Picture N: " before each image
+  // chat_template_kwargs: more variables for an interpreted template (enable_thinking is read
+  // from them into enable_thinking as well).
+  Json template_kwargs = Json::object();
 
   // OpenAI-style JSON: {"messages": [...], "tools": [...], "add_generation_prompt": true,
   // "enable_thinking": false} or just the messages array. Throws ChatTemplateError on bad input.
@@ -106,23 +123,47 @@ const char* chat_template_user_delimiter(ChatTemplateFamily f);
 // OpenAI's (http/api/chat_validation.h).
 std::vector<std::string> chat_template_roles(ChatTemplateFamily f);
 
+namespace jinja {
+class Template;
+}
+
+// What an interpreted template sees of the vocabulary: bos_token and eos_token, and whether the
+// tokenizer adds BOS itself (then a rendered prompt's leading bos_token is dropped, as llama.cpp
+// does, so that BOS is not doubled).
+struct ChatTemplateTokens {
+  std::string bos_token, eos_token;
+  bool add_bos = false;
+};
+
 class ChatTemplate {
  public:
   explicit ChatTemplate(ChatTemplateFamily family) : family_(family) {}
-  // Recognizes a template string (tokenizer.chat_template). Throws ChatTemplateError for an empty
-  // or unknown template.
-  static ChatTemplate from_gguf_template(const std::string& source);
+  // Recognizes a template string (tokenizer.chat_template) as one of the families, or else parses
+  // it for the interpreter. Throws ChatTemplateError for an empty template and
+  // ChatTemplateLoadError for one the interpreter cannot run.
+  static ChatTemplate from_gguf_template(const std::string& source, const ChatTemplateTokens& tokens = {});
+  // The interpreter on `source` whatever it is (tests, and the family templates re-expressed).
+  static ChatTemplate interpreted(const std::string& source, const ChatTemplateTokens& tokens = {});
 
+  // For an interpreted template: ChatML (nominal: its roles; no tool-call format is derived from it).
   ChatTemplateFamily family() const { return family_; }
-  // The stock policy's message delimiter for this template (chat_template_user_delimiter()).
-  std::string_view user_delimiter() const { return chat_template_user_delimiter(family_); }
+  bool is_interpreted() const { return jinja_ != nullptr; }
+  // The family's name, or "jinja" for an interpreted template.
+  std::string name() const;
+  // The stock policy's message delimiter for this template (chat_template_user_delimiter(); none
+  // for an interpreted template).
+  std::string_view user_delimiter() const {
+    return jinja_ ? std::string_view() : std::string_view(chat_template_user_delimiter(family_));
+  }
   // True when the source was one of the exact templates Tandem is tested against; false when it
   // was recognized by its markers only (note() then says so, for a warning).
   bool exact() const { return exact_; }
   const std::string& note() const { return note_; }
 
   // Throws ChatTemplateError where the template itself would raise (e.g. Qwen3.5: "No user query
-  // found in messages.") or when a message cannot be expressed in this family.
+  // found in messages.", an interpreted template's raise_exception) or when a message cannot be
+  // expressed in this family. An interpreted template's prompt has no user offsets, and its
+  // message offsets are 0 (nothing reads them; llama.cpp's server has none either).
   ChatPrompt render(const ChatRequest& req) const;
   // Whether the generation prompt render() appends for req leaves a <think> block open, so that
   // the answer begins inside its reasoning (Qwen3.5, unless enable_thinking is false).
@@ -132,7 +173,12 @@ class ChatTemplate {
   ChatTemplateFamily family_;
   bool exact_ = true;
   std::string note_;
+  std::shared_ptr<const jinja::Template> jinja_;
+  ChatTemplateTokens tokens_;
 };
+
+// The template tokens of a tokenizer's vocabulary (the texts of BOS and EOS, add_bos).
+ChatTemplateTokens chat_template_tokens(const Tokenizer& tok);
 
 struct ChatTokens {
   std::vector<int32_t> ids;

@@ -62,13 +62,24 @@ TEST(ChatTemplate, RecognizesKnownTemplatesAndRejectsOthers) {
   EXPECT_EQ(edited.family(), ChatTemplateFamily::Qwen35);
   EXPECT_FALSE(edited.exact());
   EXPECT_FALSE(edited.note().empty());
-  // Unknown (Llama 3 style) and empty: errors that say what happened.
+  // Unknown (Llama 3 style): interpreted, its BOS dropped when the tokenizer adds one.
+  ChatTemplateTokens toks;
+  toks.bos_token = "<|begin_of_text|>";
+  toks.add_bos = true;
+  const auto llama = ChatTemplate::from_gguf_template(
+      "{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m.role }}{% endfor %}", toks);
+  EXPECT_TRUE(llama.is_interpreted());
+  EXPECT_EQ(llama.name(), "jinja");
+  EXPECT_EQ(llama.user_delimiter(), "");
+  EXPECT_EQ(llama.render(request(R"([{"role": "user", "content": "hi"}])")).text, "<|start_header_id|>user");
+  // A construct the interpreter lacks: a load error naming it and its line.
   try {
-    ChatTemplate::from_gguf_template("{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m.role }}{% endfor %}");
+    ChatTemplate::from_gguf_template("{% for m in messages %}\n{% include 'x.jinja' %}{% endfor %}");
     FAIL();
-  } catch (const ChatTemplateError& e) {
-    EXPECT_NE(std::string(e.what()).find("unrecognized chat template"), std::string::npos);
+  } catch (const ChatTemplateLoadError& e) {
+    EXPECT_NE(std::string(e.what()).find("'{% include %}' at line 2"), std::string::npos) << e.what();
   }
+  // Empty: an error that says what happened.
   EXPECT_THROW(ChatTemplate::from_gguf_template(""), ChatTemplateError);
 }
 
@@ -172,14 +183,14 @@ TEST(ChatTemplate, RecognizesLfm2AndGranite) {
   EXPECT_NE(variant.note().find("lfm2"), std::string::npos);
   EXPECT_EQ(ChatTemplate::from_gguf_template(template_file("granite-4.0.jinja") + "{# edit #}").family(),
             ChatTemplateFamily::Granite4);
-  // LFM2.5's template ("List of tools: " + tojson, thinking, dates) is another family: refused.
-  try {
-    ChatTemplate::from_gguf_template("{{- bos_token -}}{%- if tools -%}{{- \"List of tools: \" + (tools | tojson) -}}"
-                                     "{%- endif -%}<|im_start|>{{ strftime_now(\"%Y-%m-%d\") }}<think>");
-    FAIL();
-  } catch (const ChatTemplateError& e) {
-    EXPECT_NE(std::string(e.what()).find("LFM2 and Granite-4.0"), std::string::npos) << e.what();
-  }
+  // LFM2.5's template ("List of tools: " + tojson, thinking, dates) is another family: interpreted.
+  const auto lfm25 = ChatTemplate::from_gguf_template(
+      "{{- bos_token -}}{%- if tools -%}{{- \"List of tools: \" + (tools | tojson) -}}"
+      "{%- endif -%}<|im_start|>{{ strftime_now(\"%Y\") | length }}<think>");
+  EXPECT_TRUE(lfm25.is_interpreted());
+  EXPECT_EQ(lfm25.render(request(R"({"messages": [{"role": "user", "content": "Hi"}], "tools": [{"a": 1}]})")).text,
+            "List of tools: [{\"a\": 1}]<|im_start|>4<think>");
+  EXPECT_TRUE(lfm25.opens_thinking(request(R"([{"role": "user", "content": "Hi"}])")));
 }
 
 TEST(ChatTemplate, Lfm2Rendering) {

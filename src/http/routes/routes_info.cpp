@@ -181,7 +181,7 @@ void HttpServer::props_get(const httplib::Request&, httplib::Response& res) {
                       {"model_path", cfg_.model_path},
                       {"model", cfg_.model_names.front()},
                       {"architecture", engine_.model().architecture()},  // qwen35, lfm2, granitehybrid
-                      {"chat_template", text::chat_template_family_name(tmpl_.family())},
+                      {"chat_template", tmpl_.name()},
                       // llama.cpp's keys: which inputs the model takes, and the marker that stands
                       // for an image in a /completion prompt_string.
                       {"modalities", Json{{"vision", s.vision}, {"audio", false}}},

@@ -128,6 +128,7 @@ void HttpServer::add_routes() {
   router_->Get("/models", wrap(&HttpServer::models));
   router_->Post("/tokenize", wrap(&HttpServer::tokenize));
   router_->Post("/detokenize", wrap(&HttpServer::detokenize));
+  router_->Post("/apply-template", wrap(&HttpServer::apply_template));
 }
 
 bool HttpServer::handle(FramedRequest& req, ResponseSink& sink, const Peer& peer) {

@@ -107,6 +107,7 @@ class HttpServer {
   void models(const httplib::Request& req, httplib::Response& res);
   void tokenize(const httplib::Request& req, httplib::Response& res);
   void detokenize(const httplib::Request& req, httplib::Response& res);
+  void apply_template(const httplib::Request& req, httplib::Response& res);  // routes_template.cpp
 
   serve::Engine& engine_;
   const text::ChatTemplate& tmpl_;

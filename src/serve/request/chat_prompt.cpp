@@ -88,6 +88,8 @@ PromptInput read_chat_prompt(const Json& body) {
     throw RequestError(std::string("messages: ") + e.what(), "messages");
   }
   in.chat.enable_thinking = thinking;
+  // Every kwarg reaches an interpreted template as a variable (llama.cpp's chat_template_kwargs).
+  if (const auto k = body.find("chat_template_kwargs"); k != body.end() && k->is_object()) in.chat.template_kwargs = *k;
   in.chat.add_generation_prompt = true;
   // OpenAI's "developer" is the system role under another name (its newer models' instructions).
   for (text::ChatMessage& m : in.chat.messages)

@@ -146,6 +146,11 @@ EngineRequest assemble_prompt(const Request& req, const PromptContext& ctx) {
   return out;
 }
 
+std::string render_chat_text(const Request& req, const PromptContext& ctx) {
+  if (req.prompt.form != PromptInput::Form::Chat) throw std::logic_error("render_chat_text: not a chat request");
+  return render(with_markers(req.prompt.chat, ctx.media_marker), ctx).text;
+}
+
 std::vector<int32_t> prompt_tokens(std::span<const PromptPiece> pieces, const text::Tokenizer& tok,
                                    const std::string& field, bool add_special) {
   std::vector<int32_t> ids;

@@ -59,6 +59,10 @@ struct PromptContext {
 // generation parameters (params; a grammar is compiled by the engine, Engine::compile_grammar).
 EngineRequest assemble_prompt(const Request& req, const PromptContext& ctx);
 
+// The text a chat request renders to, the media marker where each image is: what assemble_prompt
+// tokenizes (llama.cpp's POST /apply-template answers it). Throws RequestError as assembling does.
+std::string render_chat_text(const Request& req, const PromptContext& ctx);
+
 // Token ids of raw pieces: text tokenized with control tokens recognized, ids checked against the
 // vocabulary (a RequestError naming `field`). add_special: BOS before a first text piece when the
 // vocabulary adds one (llama.cpp's tokenize_mixed).

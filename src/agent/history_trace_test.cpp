@@ -102,7 +102,7 @@ Tiny load_tiny() {
 // forecast, consolidation, 8 checkpoints, the prompt cache selecting by restorable position):
 // prints each request's checkpoints with the rule that placed them, and checks that from step 3
 // on every action prompt restores the forecast checkpoint its predecessor placed, so that it
-// prefills exactly the KV bound against that predecessor.
+// prefills the KV bound against that predecessor (plus the forecast's one-token margin).
 TEST(HistoryLayouts, RequestByRequestEachActionPromptRestoresThePreviousOnesForecast) {
   const Tiny t = load_tiny();
   GenOptions go;
@@ -142,7 +142,11 @@ TEST(HistoryLayouts, RequestByRequestEachActionPromptRestoresThePreviousOnesFore
     if (gen[i].summary) continue;
     if (gen[i].record.step >= 3) {
       EXPECT_EQ(s.restore_pos, forecast);
-      EXPECT_EQ(s.new_tokens, s.n_prompt - serve::common_prefix(last_action, rec.prompt));
+      // The KV bound against that predecessor, plus at most the forecast's margin (the token before
+      // the re-alignment, kept in case BPE re-merges it; this tokenizer does not here).
+      const int64_t bound = s.n_prompt - serve::common_prefix(last_action, rec.prompt);
+      EXPECT_GE(s.new_tokens, bound);
+      EXPECT_LE(s.new_tokens, bound + serve::ForecastOptions{}.margin);
     }
     if (gen[i].record.step >= 2 && gen[i].record.step < go.steps) EXPECT_GT(this_forecast, s.restore_pos);
     forecast = this_forecast;

@@ -53,8 +53,8 @@ std::optional<int64_t> DivergenceForecast::predict(std::span<const int32_t> prev
     const int64_t j = unique_start(prev_runs_, h);
     if (j < 0 || j > L + opt_.max_span || unique_start(cur_runs_, h) != i) continue;
     if (!std::equal(current.begin() + i, current.begin() + i + m, previous.begin() + j)) continue;  // a collision
-    if (i == L) return std::nullopt;  // re-aligned at once: nothing was inserted at L
-    return i;
+    if (i - opt_.margin <= L) return std::nullopt;  // re-aligned at once (or within the margin): L's state serves
+    return i - opt_.margin;
   }
   return std::nullopt;
 }

@@ -9,6 +9,10 @@
 // the current prompt inserted (or replaced) [L, X): the next step's text goes after it, so X is
 // where the next request is predicted to diverge. X == L (the previous prompt's text dropped, as
 // a sliding window of recent actions does) or no re-alignment within max_span: no forecast.
+// The forecast is X - margin, not X: the next step's text goes in at the byte where the inserted
+// span ends, and BPE merges whitespace and punctuation across that byte (`".\n\n` before the
+// next section becomes `".\n` + `Step ...` once a line follows), so the next request often
+// diverges one token before X; a state at X would lie past the divergence and be useless.
 //
 // Work: O(n log n) over the tokens after L (hashes sorted in buffers reused across requests).
 #pragma once
@@ -24,13 +28,14 @@ namespace tandem::serve {
 struct ForecastOptions {
   int64_t run = 16;         // m: tokens a re-alignment must match
   int64_t max_span = 1024;  // longest inserted span (one history line is ~50-200 tokens)
+  int64_t margin = 1;       // tokens kept before the re-alignment (see above)
 };
 
 class DivergenceForecast {
  public:
   explicit DivergenceForecast(ForecastOptions opt = {}) : opt_(opt) {}
   // previous: the tokens the slot held before this request (what L was measured against);
-  // current: this prompt; L: their common prefix. Returns X in (L, |current|) or nothing.
+  // current: this prompt; L: their common prefix. Returns X - margin in (L, |current|) or nothing.
   std::optional<int64_t> predict(std::span<const int32_t> previous, std::span<const int32_t> current, int64_t L);
   const ForecastOptions& options() const { return opt_; }
 

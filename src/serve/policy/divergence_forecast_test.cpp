@@ -16,7 +16,7 @@ TEST(DivergenceForecast, AnInsertedSpanEndsWhereThePromptReAligns) {
   DivergenceForecast f;
   const auto prev = cat({seg(1, 300), seg(50, 400)});                 // prefix, screen section
   const auto cur = cat({seg(1, 300), seg(10, 70), seg(50, 200), seg(51, 300)});  // a history line inserted
-  EXPECT_EQ(f.predict(prev, cur, 300), std::optional<int64_t>(370));
+  EXPECT_EQ(f.predict(prev, cur, 300), std::optional<int64_t>(369));
 }
 
 TEST(DivergenceForecast, AReplacedSpanEndsWhereThePromptReAligns) {
@@ -24,7 +24,19 @@ TEST(DivergenceForecast, AReplacedSpanEndsWhereThePromptReAligns) {
   DivergenceForecast f;
   const auto prev = cat({seg(1, 300), seg(9, 12), seg(50, 400)});
   const auto cur = cat({seg(1, 300), seg(10, 70), seg(50, 400)});
-  EXPECT_EQ(f.predict(prev, cur, 300), std::optional<int64_t>(370));
+  EXPECT_EQ(f.predict(prev, cur, 300), std::optional<int64_t>(369));
+}
+
+TEST(DivergenceForecast, TheMarginKeepsTheTokenBeforeTheReAlignment) {
+  // The inserted span's last token (".\n\n") is where the next step's line goes in, and BPE
+  // re-merges it (".\n" + "Step"): the forecast keeps the state one token before the re-alignment,
+  // or at the re-alignment itself with margin 0.
+  const auto prev = cat({seg(1, 300), seg(50, 400)});
+  const auto cur = cat({seg(1, 300), seg(10, 70), seg(50, 400)});
+  EXPECT_EQ(DivergenceForecast(ForecastOptions{.margin = 0}).predict(prev, cur, 300), std::optional<int64_t>(370));
+  EXPECT_EQ(DivergenceForecast(ForecastOptions{.margin = 4}).predict(prev, cur, 300), std::optional<int64_t>(366));
+  // A one-token insertion: within the margin, so L's own state is the forecast (none).
+  EXPECT_EQ(DivergenceForecast().predict(prev, cat({seg(1, 300), seg(10, 1), seg(50, 400)}), 300), std::nullopt);
 }
 
 TEST(DivergenceForecast, ADroppedSpanOrNoReAlignmentForecastsNothing) {
@@ -40,7 +52,7 @@ TEST(DivergenceForecast, ADroppedSpanOrNoReAlignmentForecastsNothing) {
   EXPECT_EQ(narrow.predict(cat({seg(1, 300), seg(50, 300)}), cat({seg(1, 300), seg(10, 100), seg(50, 300)}), 300),
             std::nullopt);
   EXPECT_EQ(narrow.predict(cat({seg(1, 300), seg(50, 300)}), cat({seg(1, 300), seg(10, 60), seg(50, 300)}), 300),
-            std::optional<int64_t>(360));
+            std::optional<int64_t>(359));
 }
 
 TEST(DivergenceForecast, RunsThatRepeatNeverAnchor) {

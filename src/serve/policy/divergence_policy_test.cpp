@@ -14,12 +14,16 @@ namespace {
 
 using namespace testing;
 
-// The paper's rule alone (the tests below up to the forecast's were written for it).
-std::unique_ptr<DivergencePolicy> divergence(bool split = false, int64_t gap = 32, bool forecast = false) {
+// The paper's rule alone (the tests below up to the forecast's were written for it). The forecast's
+// margin is 0 here unless a test says otherwise: the named segments below never re-tokenize at an
+// insertion point, so the forecast X itself is where the next step diverges.
+std::unique_ptr<DivergencePolicy> divergence(bool split = false, int64_t gap = 32, bool forecast = false,
+                                             int64_t margin = 0) {
   DivergenceOptions o;
   o.split_pass = split;
   o.min_gap = gap;
   o.forecast = forecast;
+  o.forecast_opt.margin = margin;
   return std::make_unique<DivergencePolicy>(o);
 }
 
@@ -145,6 +149,35 @@ TEST(DivergencePolicy, TheForecastIsWhereTheNextStepDivergesAndItIsRestored) {
     EXPECT_EQ(s.new_tokens, s.kv_bound);
     ASSERT_NE(held_at(*slot, 300 + 60 * k), nullptr);
     EXPECT_EQ(held_at(*slot, 300 + 60 * k)->origin, CheckpointOrigin::Forecast);
+  }
+}
+
+// Prompts as BPE writes them: the last history line's final token merges the line's closing quote
+// with the blank line after it (`?".\n\n`: 710000 + line), and becomes the plain `?".\n` (700000 +
+// line) once the next line follows it, so step k + 1 diverges one token before the end of line k.
+std::vector<int32_t> merged_action(int steps_done, int32_t screen) {
+  std::vector<int32_t> p = action(steps_done, screen);
+  for (int k = 0; k < steps_done; ++k) p[300 + 60 * k + 59] = (k + 1 == steps_done ? 710000 : 700000) + k;
+  return p;
+}
+
+TEST(DivergencePolicy, TheForecastMarginKeepsTheStateBeforeAMergedToken) {
+  for (int64_t margin : {0, 1}) {
+    SCOPED_TRACE("margin " + std::to_string(margin));
+    auto slot = dry_slot(divergence(false, 8, true, margin));
+    request(*slot, merged_action(0, 50), {10}, 4);
+    request(*slot, merged_action(1, 51), {10}, 4);
+    for (int k = 2; k <= 5; ++k) {
+      SCOPED_TRACE("step " + std::to_string(k + 1));
+      const RequestStats s = request(*slot, merged_action(k, 50 + k), {10}, 4);
+      EXPECT_EQ(s.lcp, 300 + 60 * (k - 1) - 1);  // inside the merged token
+      if (margin == 1) {
+        EXPECT_EQ(s.restore_pos, s.lcp);  // the forecast, one token before the re-alignment
+        EXPECT_EQ(s.new_tokens, s.kv_bound);
+      } else {
+        EXPECT_LT(s.restore_pos, s.lcp - 50);  // the state at X lies past the divergence: a line lost
+      }
+    }
   }
 }
 

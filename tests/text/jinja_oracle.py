@@ -91,6 +91,9 @@ KNOWN_NATIVE = {
         "content parts where the family has none: the native renderer joins the text parts",
     ("jinja/tandem-lfm2.jinja", "null-content"):
         "tool-call arguments as a JSON string: the native renderer parses them; the source needs a mapping",
+    ("templates/qwen3.5.jinja", "null-content"):
+        "tool-call arguments as a JSON string: the native renderer parses them into a mapping, as "
+        "llama.cpp does before rendering (issue 45, tool results in); the source's |items needs a mapping",
     ("templates/lfm2.jinja", "null-content"):
         "tool calls of an assistant message: the native renderer writes <|tool_call_start|>; the published "
         "template prints the content only (issue 45, tool results in)",

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "text/jinja/value.h"
+#include "text/utf8.h"
 
 namespace tandem::text::jinja {
 namespace {
@@ -17,24 +18,6 @@ int count_lines(const std::string& s, size_t from, size_t to) {
   int n = 0;
   for (size_t k = from; k < to && k < s.size(); ++k) n += s[k] == '\n';
   return n;
-}
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 
 int hex_value(char c) {
@@ -77,7 +60,7 @@ std::string decode_string(const std::string& body, int line) {
           cp = cp * 16 + static_cast<uint32_t>(h);
         }
         if (cp > 0x10FFFF) throw ParseError("a \\U escape past U+10FFFF in a string", line);
-        append_utf8(out, cp);
+        text::append_utf8(out, cp);  // a lone surrogate becomes U+FFFD: the prompt stays valid UTF-8
         k += n;
         break;
       }
@@ -86,7 +69,7 @@ std::string decode_string(const std::string& body, int line) {
           uint32_t cp = static_cast<uint32_t>(e - '0');
           for (int j = 0; j < 2 && k + 1 < body.size() && body[k + 1] >= '0' && body[k + 1] <= '7'; ++j)
             cp = cp * 8 + static_cast<uint32_t>(body[++k] - '0');
-          append_utf8(out, cp);
+          text::append_utf8(out, cp);
         } else {
           out += '\\';
           out += e;

@@ -21,7 +21,7 @@ const Json& answer_tools() {
   return tools;
 }
 
-enum class Fmt { Plain, Think, ThinkOpen, Legacy, Xml, Json, ThinkXml };
+enum class Fmt { Plain, Think, ThinkOpen, Legacy, Xml, Json, ThinkXml, Py };
 
 ChatAnswerFormat format_of(Fmt f) {
   ChatAnswerFormat a;
@@ -31,6 +31,7 @@ ChatAnswerFormat format_of(Fmt f) {
   a.starts_in_reasoning = f == Fmt::ThinkOpen;
   a.tool_calls = f == Fmt::Xml || f == Fmt::ThinkXml ? ToolCallFormat::Xml
                  : f == Fmt::Json                     ? ToolCallFormat::Json
+                 : f == Fmt::Py                       ? ToolCallFormat::Python
                                                       : ToolCallFormat::None;
   a.tools = &answer_tools();
   return a;
@@ -44,6 +45,7 @@ struct AnswerCase {
 };
 
 const std::string kTap = "<tool_call>\n<function=tap>\n<parameter=index>\n3\n</parameter>\n</function>\n</tool_call>";
+const std::string kTapPy = "<|tool_call_start|>[tap(index=3)]<|tool_call_end|>";
 const std::string kTapJson = "<tool_call>\n{\"name\": \"tap\", \"arguments\": {\"index\": 3}}\n</tool_call>";
 
 const std::vector<AnswerCase>& answer_cases() {
@@ -106,6 +108,38 @@ const std::vector<AnswerCase>& answer_cases() {
       {Fmt::Json, "<tool_call>\n{\"name\": \"tap\", \"arguments\": {\"index\": \"3\"}}\n</tool_call>", "",
        "<tool_call>\n{\"name\": \"tap\", \"arguments\": {\"index\": \"3\"}}\n</tool_call>", {}},  // a string for an integer
       {Fmt::Json, "<tool_call>\n{\"name\": \"tap\"\n</tool_call>", "", "<tool_call>\n{\"name\": \"tap\"\n</tool_call>", {}},
+      // Tool calls, Pythonic (LFM2): Python literals (and the JSON ones its template renders).
+      {Fmt::Py, kTapPy, "", "", {{"tap", R"({"index":3})"}}},
+      {Fmt::Py, "I'll tap it.\n" + kTapPy + "\n", "", "I'll tap it.", {{"tap", R"({"index":3})"}}},
+      {Fmt::Py, kTapPy + "Tapped.", "", "Tapped.", {{"tap", R"({"index":3})"}}},  // the template's content after calls
+      {Fmt::Py, "Hi\n" + kTapPy + "\nDone. ", "", "Hi\nDone. ", {{"tap", R"({"index":3})"}}},
+      {Fmt::Py,
+       "<|tool_call_start|>[tap(index=3, long=True), type_text(text='it\\'s \"x\"\\n\\u00e9', at=None, "
+       "opts={'a': [1, -2.5e1, False]}, any=(1,),)]<|tool_call_end|>",
+       "", "", {{"tap", R"({"index":3,"long":true})"}, {"type_text", R"({"text":"it's \"x\"\né","at":null,"opts":{"a":[1,-25.0,false]},"any":[1]})"}}},
+      {Fmt::Py, "<|tool_call_start|>[type_text(text=\"a\", at=null, any=true), back()]<|tool_call_end|>", "", "",
+       {{"type_text", R"({"text":"a","at":null,"any":true})"}, {"back", "{}"}}},
+      {Fmt::Py, kTapPy + "\n" + kTapPy, "", "", {{"tap", R"({"index":3})"}, {"tap", R"({"index":3})"}}},
+      // Broken calls stay text.
+      {Fmt::Py, "<|tool_call_start|>[tap(index=\"3\")]<|tool_call_end|>", "",
+       "<|tool_call_start|>[tap(index=\"3\")]<|tool_call_end|>", {}},  // a string for an integer
+      {Fmt::Py, "<|tool_call_start|>[tap(index=3)<|tool_call_end|>", "", "<|tool_call_start|>[tap(index=3)<|tool_call_end|>", {}},
+      {Fmt::Py, "<|tool_call_start|>[tap(index=3)]", "", "<|tool_call_start|>[tap(index=3)]", {}},  // no end tag
+      {Fmt::Py, "<|tool_call_start|>[]<|tool_call_end|>", "", "<|tool_call_start|>[]<|tool_call_end|>", {}},
+      {Fmt::Py, "<|tool_call_start|>[swipe()]<|tool_call_end|>", "", "<|tool_call_start|>[swipe()]<|tool_call_end|>", {}},
+      {Fmt::Py, "<|tool_call_start|>[tap()]<|tool_call_end|>", "", "<|tool_call_start|>[tap()]<|tool_call_end|>", {}},
+      {Fmt::Py, "<|tool_call_start|>[tap(index=3) back()]<|tool_call_end|>", "",
+       "<|tool_call_start|>[tap(index=3) back()]<|tool_call_end|>", {}},
+      {Fmt::Py, "<|tool_call_start|>[tap(index=3, index=4)]<|tool_call_end|>", "",
+       "<|tool_call_start|>[tap(index=3, index=4)]<|tool_call_end|>", {}},
+      {Fmt::Py, "<|tool_call_start|>[type_text(text='open)]<|tool_call_end|>", "",
+       "<|tool_call_start|>[type_text(text='open)]<|tool_call_end|>", {}},
+      {Fmt::Py, "<|tool_call_start|>[type_text(any=" + std::string(100, '[') + std::string(100, ']') + ")]<|tool_call_end|>",
+       "", "<|tool_call_start|>[type_text(any=" + std::string(100, '[') + std::string(100, ']') + ")]<|tool_call_end|>",
+       {}},  // nested too deep
+      {Fmt::Py, "<|tool_call_start|>[tap(index=three)]<|tool_call_end|>", "",
+       "<|tool_call_start|>[tap(index=three)]<|tool_call_end|>", {}},
+      {Fmt::Json, kTapPy, "", kTapPy, {}},  // another family's format
       // Both: the reasoning first, the calls in the rest.
       {Fmt::ThinkXml, "<think>\nfind it\n</think>\n\nOpening.\n" + kTap, "find it", "Opening.", {{"tap", R"({"index":3})"}}},
       {Fmt::ThinkXml, "<think>\n" + kTap + "\n</think>\nNo.", kTap, "No.", {}},  // a call inside the reasoning is reasoning
@@ -179,7 +213,8 @@ TEST(ChatAnswer, CallsTheTemplateRendersParseBack) {
   req.messages[1].role = "assistant";
   req.messages[1].content = "Opening.";
   req.messages[1].tool_calls = {ChatToolCall{"type_text", args}, ChatToolCall{"back", Json::object()}};
-  for (ChatTemplateFamily family : {ChatTemplateFamily::Qwen35, ChatTemplateFamily::Qwen3, ChatTemplateFamily::Granite4}) {
+  for (ChatTemplateFamily family :
+       {ChatTemplateFamily::Qwen35, ChatTemplateFamily::Qwen3, ChatTemplateFamily::Granite4, ChatTemplateFamily::LFM2}) {
     SCOPED_TRACE(chat_template_family_name(family));
     const std::string text = ChatTemplate(family).render(req).text;
     const bool granite = family == ChatTemplateFamily::Granite4;
@@ -220,7 +255,7 @@ TEST(ChatAnswer, ToolCallValuesFollowTheSchemaTypes) {
   EXPECT_EQ(tool_call_format(ChatTemplateFamily::Qwen3), ToolCallFormat::Json);
   EXPECT_EQ(tool_call_format(ChatTemplateFamily::Granite4), ToolCallFormat::Json);
   EXPECT_EQ(tool_call_format(ChatTemplateFamily::ChatML), ToolCallFormat::None);
-  EXPECT_EQ(tool_call_format(ChatTemplateFamily::LFM2), ToolCallFormat::None);
+  EXPECT_EQ(tool_call_format(ChatTemplateFamily::LFM2), ToolCallFormat::Python);
 }
 
 }  // namespace

@@ -2,6 +2,9 @@
 
 #include "text/json_type.h"
 #include "text/tag_scan.h"
+#include "text/utf8.h"
+
+#include <cctype>
 
 namespace tandem::text {
 
@@ -84,6 +87,7 @@ class Cursor {
     pos_ = at + literal.size();
     return text;
   }
+  std::string_view rest() const { return s_.substr(pos_); }
 
  private:
   std::string_view s_;
@@ -156,6 +160,201 @@ std::vector<ToolCall> parse_calls(std::string_view text, ToolCallFormat format, 
   return calls;
 }
 
+// ---- LFM2's Pythonic calls: [name(key=value, ...), ...] with Python literal values. ----
+
+constexpr std::string_view kPyCallOpen = "<|tool_call_start|>";
+constexpr std::string_view kPyCallClose = "<|tool_call_end|>";
+
+// A recursive-descent reader of the Python literals LFM2 writes (and the JSON ones Tandem's LFM2
+// template renders: true / false / null), each as the JSON value it stands for.
+class PythonReader {
+ public:
+  explicit PythonReader(std::string_view s) : s_(s) {}
+  size_t pos() const { return pos_; }
+  void blanks() { pos_ += leading_blanks(s_.substr(pos_)); }
+  bool take(char c) {
+    blanks();
+    if (pos_ >= s_.size() || s_[pos_] != c) return false;
+    ++pos_;
+    return true;
+  }
+  bool peek(char c) {
+    blanks();
+    return pos_ < s_.size() && s_[pos_] == c;
+  }
+  // A Python identifier (a function or keyword name); dots and dashes too, as tool names have them.
+  std::optional<std::string> name() {
+    blanks();
+    const size_t from = pos_;
+    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_' ||
+                                s_[pos_] == '.' || s_[pos_] == '-'))
+      ++pos_;
+    if (pos_ == from) return std::nullopt;
+    return std::string(s_.substr(from, pos_ - from));
+  }
+  // Nesting is bounded so that a hostile answer cannot overflow the stack.
+  std::optional<Json> value(int depth = 0) {
+    if (depth > 64) return std::nullopt;
+    blanks();
+    if (pos_ >= s_.size()) return std::nullopt;
+    const char c = s_[pos_];
+    if (c == '"' || c == '\'') {
+      auto s = string();
+      return s ? std::optional<Json>(Json(std::move(*s))) : std::nullopt;
+    }
+    if (c == '[' || c == '(') return list(c == '[' ? ']' : ')', depth);
+    if (c == '{') return dict(depth);
+    if (c == '-' || c == '+' || c == '.' || std::isdigit(static_cast<unsigned char>(c))) return number();
+    const auto word = name();
+    if (!word) return std::nullopt;
+    if (*word == "True" || *word == "true") return Json(true);
+    if (*word == "False" || *word == "false") return Json(false);
+    if (*word == "None" || *word == "null") return Json(nullptr);
+    return std::nullopt;
+  }
+
+ private:
+  std::optional<std::string> string() {
+    const char quote = s_[pos_++];
+    std::string out;
+    while (pos_ < s_.size()) {
+      const char c = s_[pos_++];
+      if (c == quote) return out;
+      if (c == '\n') return std::nullopt;  // a Python string literal ends on its line
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      if (pos_ >= s_.size()) return std::nullopt;
+      const char e = s_[pos_++];
+      switch (e) {
+        case 'n': out += '\n'; break;
+        case 't': out += '\t'; break;
+        case 'r': out += '\r'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case '0': out += '\0'; break;
+        case '\\': case '\'': case '"': case '/': out += e; break;
+        case 'x': case 'u': case 'U': {
+          const size_t n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
+          if (pos_ + n > s_.size()) return std::nullopt;
+          uint32_t cp = 0;
+          for (size_t k = 0; k < n; ++k) {
+            const char h = s_[pos_ + k];
+            if (!std::isxdigit(static_cast<unsigned char>(h))) return std::nullopt;
+            cp = cp * 16 + static_cast<uint32_t>(std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (h | 0x20) - 'a' + 10);
+          }
+          pos_ += n;
+          append_utf8(out, cp);  // a lone surrogate or a code point out of range becomes U+FFFD
+          break;
+        }
+        default: out += '\\'; out += e;  // Python keeps an unknown escape as written
+      }
+    }
+    return std::nullopt;
+  }
+  std::optional<Json> number() {
+    const size_t from = pos_;
+    if (s_[pos_] == '+') ++pos_;  // JSON has no leading plus; Python does
+    const size_t digits = pos_;
+    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '.' ||
+                                ((s_[pos_] == '-' || s_[pos_] == '+') && pos_ > from && (s_[pos_ - 1] | 0x20) == 'e') ||
+                                (s_[pos_] == '-' && pos_ == from)))
+      ++pos_;
+    std::string text(s_.substr(digits, pos_ - digits));
+    if (text.starts_with('.')) text.insert(0, "0");  // Python's .5
+    if (text.starts_with("-.")) text.insert(1, "0");
+    if (text.ends_with('.')) text += '0';            // Python's 5.
+    const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_number()) return std::nullopt;
+    return j;
+  }
+  std::optional<Json> list(char close, int depth) {
+    ++pos_;
+    Json out = Json::array();
+    while (!take(close)) {
+      if (!out.empty() && !take(',')) return std::nullopt;
+      if (take(close)) break;  // a trailing comma
+      auto v = value(depth + 1);
+      if (!v) return std::nullopt;
+      out.push_back(std::move(*v));
+    }
+    return out;
+  }
+  std::optional<Json> dict(int depth) {
+    ++pos_;
+    Json out = Json::object();
+    bool first = true;
+    while (!take('}')) {
+      if (!first && !take(',')) return std::nullopt;
+      first = false;
+      if (take('}')) break;
+      blanks();
+      if (pos_ >= s_.size() || (s_[pos_] != '"' && s_[pos_] != '\'')) return std::nullopt;  // JSON keys: strings
+      auto key = string();
+      if (!key || !take(':')) return std::nullopt;
+      auto v = value(depth + 1);
+      if (!v) return std::nullopt;
+      out[*key] = std::move(*v);
+    }
+    return out;
+  }
+
+  std::string_view s_;
+  size_t pos_ = 0;
+};
+
+// One call after its list's "[" or ", ": NAME(KEY=VALUE, ...), the function one of the tools and
+// the keyword arguments fitting its schema.
+std::optional<ToolCall> python_call(PythonReader& r, const Json& tools) {
+  const auto name = r.name();
+  const Json* function = name ? find_function(tools, *name) : nullptr;
+  if (!function || !r.take('(')) return std::nullopt;
+  Json args = Json::object();
+  while (!r.take(')')) {
+    if (!args.empty() && !r.take(',')) return std::nullopt;
+    if (r.take(')')) break;  // a trailing comma
+    const auto key = r.name();
+    if (!key || args.contains(*key) || !r.take('=')) return std::nullopt;
+    auto v = r.value();
+    if (!v) return std::nullopt;
+    args[*key] = std::move(*v);
+  }
+  if (!arguments_fit(*function, args)) return std::nullopt;
+  return ToolCall{*name, compact(args)};
+}
+
+// The text from the first <|tool_call_start|>: one or more [calls] blocks, each
+// <|tool_call_start|>[CALL, CALL, ...]<|tool_call_end|>, blanks between them; what follows them is
+// content (LFM2's template renders a turn's content after its calls). Every call or none.
+std::vector<ToolCall> parse_python_calls(std::string_view text, const Json& tools, std::string& rest) {
+  std::vector<ToolCall> calls;
+  Cursor c(text);
+  c.skip_blanks();
+  while (c.take(kPyCallOpen)) {
+    const auto inner = c.until(kPyCallClose);
+    if (!inner) return {};
+    PythonReader r(*inner);
+    if (!r.take('[')) return {};
+    bool first = true;
+    while (!r.take(']')) {
+      if (!first && !r.take(',')) return {};
+      first = false;
+      auto call = python_call(r, tools);
+      if (!call) return {};
+      calls.push_back(std::move(*call));
+    }
+    r.blanks();
+    if (r.pos() != inner->size() || first) return {};  // nothing after "]"; an empty list is no call
+    c.skip_blanks();
+  }
+  rest = std::string(c.rest());
+  return calls;
+}
+
+// The tag that opens the calls in the format.
+std::string_view call_open_tag(ToolCallFormat f) { return f == ToolCallFormat::Python ? kPyCallOpen : kCallOpen; }
+
 }  // namespace
 
 ToolCallFormat tool_call_format(ChatTemplateFamily f) {
@@ -163,6 +362,7 @@ ToolCallFormat tool_call_format(ChatTemplateFamily f) {
     case ChatTemplateFamily::Qwen35: return ToolCallFormat::Xml;
     case ChatTemplateFamily::Qwen3:
     case ChatTemplateFamily::Granite4: return ToolCallFormat::Json;
+    case ChatTemplateFamily::LFM2: return ToolCallFormat::Python;
     default: return ToolCallFormat::None;
   }
 }
@@ -191,11 +391,13 @@ void ToolCallSplitter::push(std::string_view piece, std::string& content) {
   }
   held_.append(piece);
   if (in_calls_) return;
-  const size_t at = held_.find(kCallOpen);
+  const std::string_view open = call_open_tag(format_);
+  const size_t at = held_.find(open);
   // Before a call the blanks are held: they are dropped if the calls parse.
-  const size_t settled = at == std::string::npos ? settled_before_tag(held_, kCallOpen)
+  const size_t settled = at == std::string::npos ? settled_before_tag(held_, open)
                                                  : without_trailing_blanks(std::string_view(held_).substr(0, at));
   content.append(held_, 0, settled);
+  released_ = released_ || settled > 0;
   held_.erase(0, settled);
   if (at != std::string::npos) {
     in_calls_ = true;
@@ -205,10 +407,18 @@ void ToolCallSplitter::push(std::string_view piece, std::string& content) {
 
 std::vector<ToolCall> ToolCallSplitter::finish(std::string& content) {
   std::vector<ToolCall> calls;
-  if (in_calls_) calls = parse_calls(std::string_view(held_).substr(calls_at_), format_, tools_);
+  std::string rest;
+  if (in_calls_ && format_ == ToolCallFormat::Python)
+    calls = parse_python_calls(std::string_view(held_).substr(calls_at_), tools_, rest);
+  else if (in_calls_)
+    calls = parse_calls(std::string_view(held_).substr(calls_at_), format_, tools_);
   if (calls.empty()) content.append(held_);
+  // LFM2: the text after the calls is content, after the blanks that came before the calls when
+  // there was content before them.
+  else if (!rest.empty()) content.append(!released_ ? std::string_view() : std::string_view(held_).substr(0, calls_at_)).append(rest);
   held_.clear();
   in_calls_ = false;
+  released_ = false;
   return calls;
 }
 

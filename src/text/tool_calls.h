@@ -5,17 +5,23 @@
 //                             </function>\n</tool_call>; each VALUE (one newline either side dropped)
 //                             converted per the tool's parameter schema (tool_call_value)
 //   JSON (Qwen3, Granite-4.0) <tool_call>\n{"name": NAME, "arguments": {...}}\n</tool_call>
+//   Python (LFM2)             <|tool_call_start|>[NAME(KEY=VALUE, ...), ...]<|tool_call_end|>;
+//                             each VALUE a Python literal ('…' or "…" strings with backslash
+//                             escapes, numbers, True / False / None, lists, tuples, dicts; the
+//                             JSON true / false / null Tandem's LFM2 template renders too) as JSON
 // The formats are the ones the templates render for an assistant's tool calls in the history
 // (chat_template.cpp), so a parsed call renders back as the model wrote it.
 // Rules:
 //   - the calls start at the first <tool_call>; the text before it, without its trailing
-//     whitespace, is content; more calls may follow, whitespace between and after them;
+//     whitespace, is content; more calls may follow, whitespace between and after them (LFM2:
+//     text after the calls is content too, as its template renders a turn's content after them);
 //   - every call must be well formed, name one of the request's tools and have arguments its
 //     schema types allow; otherwise — and when anything but whitespace follows the calls — there
 //     are no calls and the whole answer is content: a broken call comes back as text, never as a
 //     call.
 // ToolCallSplitter releases the content as it streams, holding back only a possible <tool_call>
-// and the whitespace before it, and keeps the calls until the answer ends.
+// (LFM2: <|tool_call_start|>) and the whitespace before it, and keeps the calls until the answer
+// ends.
 #pragma once
 
 #include <cstdint>
@@ -29,9 +35,10 @@
 namespace tandem::text {
 
 enum class ToolCallFormat : uint8_t {
-  None,  // the family writes no calls Tandem parses (ChatML renders no tools; LFM2: not yet)
-  Xml,   // Qwen3.5
-  Json,  // Qwen3, Granite-4.0
+  None,    // the family writes no calls Tandem parses (ChatML renders no tools)
+  Xml,     // Qwen3.5
+  Json,    // Qwen3, Granite-4.0
+  Python,  // LFM2
 };
 ToolCallFormat tool_call_format(ChatTemplateFamily f);
 
@@ -62,6 +69,7 @@ class ToolCallSplitter {
   const Json& tools_;
   bool in_calls_ = false;  // held_ is the blanks before the first <tool_call>, then the calls
   size_t calls_at_ = 0;    // where in held_ the first <tool_call> starts
+  bool released_ = false;  // content came before the calls
   std::string held_;
 };
 

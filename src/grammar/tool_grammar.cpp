@@ -1,6 +1,7 @@
 #include "grammar/tool_grammar.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <vector>
 
@@ -121,26 +122,36 @@ class Builder {
       static const text::Json kNoParameters = text::Json::parse(R"({"type": "object", "properties": {}})");
       const text::Json& params = p != f.end() && !p->is_null() ? *p : kNoParameters;
       const std::string rule = "tc-fn" + std::to_string(k);
-      const std::string body = o_.format == text::ToolCallFormat::Xml ? xml_function(name, params, rule, where)
-                                                                       : json_function(name, params, rule, where);
+      const std::string body = o_.format == text::ToolCallFormat::Xml      ? xml_function(name, params, rule, where)
+                               : o_.format == text::ToolCallFormat::Python ? python_function(name, params, rule, where)
+                                                                           : json_function(name, params, rule, where);
       rules_ += rule + " ::= " + body + "\n";
       alternatives += (alternatives.empty() ? "" : " | ") + rule;
     }
     if (!named_found) throw GrammarError("tool_choice: no function named '" + o_.function + "' in tools");
 
-    const std::string open = tag("<tool_call>"), close = tag("</tool_call>");
-    if (o_.format == text::ToolCallFormat::Xml)
-      rules_ += "tc-call ::= " + open + " \"\\n<function=\" ( " + alternatives + " ) \"</function>\\n\" " + close + "\n";
-    else
-      rules_ += "tc-call ::= " + open + " \"\\n{\\\"name\\\": \\\"\" ( " + alternatives + " ) \"}\\n\" " + close + "\n";
-    rules_ += std::string("tc-calls ::= tc-call") + (o_.parallel ? " ( \"\\n\" tc-call )*" : "") + "\n";
+    const bool python = o_.format == text::ToolCallFormat::Python;
+    const std::string open_text = python ? "<|tool_call_start|>" : "<tool_call>";
+    const std::string open = tag(open_text), close = tag(python ? "<|tool_call_end|>" : "</tool_call>");
+    if (python) {
+      // LFM2: one list of calls, separated by ", " as its template renders them.
+      rules_ += "tc-call ::= " + alternatives + "\n";
+      rules_ += "tc-calls ::= " + open + " \"[\" tc-call" + (o_.parallel ? " ( \", \" tc-call )*" : "") + " \"]\" " +
+                close + "\n";
+    } else {
+      if (o_.format == text::ToolCallFormat::Xml)
+        rules_ += "tc-call ::= " + open + " \"\\n<function=\" ( " + alternatives + " ) \"</function>\\n\" " + close + "\n";
+      else
+        rules_ += "tc-call ::= " + open + " \"\\n{\\\"name\\\": \\\"\" ( " + alternatives + " ) \"}\\n\" " + close + "\n";
+      rules_ += std::string("tc-calls ::= tc-call") + (o_.parallel ? " ( \"\\n\" tc-call )*" : "") + "\n";
+    }
 
     // What comes after the reasoning: calls only, or free text then calls (auto).
     std::string after;
     if (o_.required) {
       after = "tc-calls";
     } else {
-      avoid_rules("tc-free", "<tool_call>", rules_);
+      avoid_rules("tc-free", open_text, rules_);
       after = "tc-free-0 tc-calls?";
     }
     std::string root;
@@ -268,6 +279,69 @@ class Builder {
         if (std::find(required.begin(), required.end(), p) == required.end()) body += " ( " + param(p, &s, i++) + " )?";
     root_params_ = nullptr;
     return body;
+  }
+
+  // LFM2: NAME(KEY=VALUE, ...), each VALUE JSON under its schema (JSON's strings, numbers, lists,
+  // objects, true / false / null are Python literals the parser reads, text/tool_calls.h);
+  // required parameters first in declaration order, then the optional ones, each at most once.
+  std::string python_function(const std::string& name, const text::Json& params, const std::string& rule,
+                              const std::string& where) {
+    if (!params.is_object()) throw GrammarError(where + ": parameters must be a JSON Schema object");
+    // The parser reads names of letters, digits, '_', '.' and '-' (text/tool_calls.h).
+    auto python_name = [](const std::string& n) {
+      return !n.empty() && std::all_of(n.begin(), n.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+      });
+    };
+    if (!python_name(name))
+      throw GrammarError(where + ": a function name written as a Python call must be letters, digits, '_', '.' or '-'");
+    root_params_ = &params;
+    const auto props = params.find("properties");
+    const bool has_props = props != params.end() && props->is_object();
+    std::vector<std::string> required;
+    if (const auto r = params.find("required"); r != params.end() && r->is_array())
+      for (const auto& x : *r)
+        if (x.is_string() && std::find(required.begin(), required.end(), x.get<std::string>()) == required.end())
+          required.push_back(x);
+    for (const char* k : {"additionalProperties", "patternProperties", "anyOf", "oneOf", "allOf", "$ref"})
+      if (params.contains(k) && !(std::string(k) == "additionalProperties" && params[k] == false))
+        warnings_.push_back(where + ": '" + k + "' is not enforced on parameters written as a Python call (declared properties only)");
+    size_t i = 0;
+    auto param = [&](const std::string& p, const text::Json* schema) {
+      if (!python_name(p))
+        throw GrammarError(where + "/properties/" + p + ": a parameter name written as a Python keyword must be letters, digits, '_', '.' or '-'");
+      text::Json s = schema && schema->is_object() ? *schema : text::Json::object();
+      for (const char* defs : {"$defs", "definitions"})
+        if (params.contains(defs) && !s.contains(defs)) s[defs] = params[defs];
+      return literal(p + "=") + " " + embed(s, rule + "-p" + std::to_string(i++) + "-", where + "/properties/" + p);
+    };
+    std::vector<std::string> req_items, opt_items;
+    if (has_props)
+      for (const auto& [p, s] : props->items())
+        if (std::find(required.begin(), required.end(), p) != required.end()) req_items.push_back(param(p, &s));
+    for (const auto& p : required)
+      if (!has_props || !props->contains(p)) req_items.push_back(param(p, nullptr));
+    if (has_props)
+      for (const auto& [p, s] : props->items())
+        if (std::find(required.begin(), required.end(), p) == required.end()) opt_items.push_back(param(p, &s));
+    root_params_ = nullptr;
+    std::string args;
+    for (const auto& r : req_items) args += (args.empty() ? "" : " \", \" ") + r;
+    // The optional ones in order, each after ", " — or, with no required one before them, the
+    // first one written without it: one alternative per optional parameter that may come first.
+    auto optional_after = [&](size_t from) {
+      std::string out;
+      for (size_t k = from; k < opt_items.size(); ++k) out += " ( \", \" " + opt_items[k] + " )?";
+      return out;
+    };
+    if (!req_items.empty()) {
+      args += optional_after(0);
+    } else if (!opt_items.empty()) {
+      std::string alt;
+      for (size_t k = 0; k < opt_items.size(); ++k) alt += (alt.empty() ? "" : " | ") + opt_items[k] + optional_after(k + 1);
+      args = "( " + alt + " )?";
+    }
+    return literal(name + "(") + " " + args + " " + literal(")");
   }
 
   const text::Json& tools_;

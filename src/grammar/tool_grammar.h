@@ -11,7 +11,11 @@
 //   JSON (Qwen3, Granite-4.0)
 //                   <tool_call>\n{"name": "NAME", "arguments": ARGS}\n</tool_call>, ARGS JSON
 //                   under the function's parameters schema
-// Calls are separated by one "\n" (as the templates render several calls in a turn).
+//   Python (LFM2)   <|tool_call_start|>[NAME(K=V, ...), ...]<|tool_call_end|>, keyword arguments
+//                   ordered as the XML parameters, each V JSON under its schema (JSON strings,
+//                   numbers, lists, objects and true / false / null are literals the parser reads)
+// Calls are separated by one "\n" (as the templates render several calls in a turn); LFM2's by
+// ", " inside its one list.
 //
 // tool_choice "required" (or a named function): the answer is calls and nothing else (after the
 // reasoning, when the prompt opened a <think> block or the model may open one). "auto": free text

@@ -55,6 +55,7 @@ ToolGrammarOptions options(ToolCallFormat f, bool required) {
   return o;
 }
 
+const char* kPyTap = "<|tool_call_start|>[tap(index=3)]<|tool_call_end|>";
 const char* kXmlTap = "<tool_call>\n<function=tap>\n<parameter=index>\n3\n</parameter>\n</function>\n</tool_call>";
 const char* kXmlType =
     "<tool_call>\n<function=type_text>\n<parameter=text>\nhello\n</parameter>\n<parameter=mode>\nappend\n"
@@ -112,6 +113,25 @@ TEST(ToolGrammar, NamedFunctionOnly) {
   EXPECT_THROW(tool_call_grammar(tools_json(), o), GrammarError);
 }
 
+// LFM2: one list of Pythonic calls, keyword arguments required first, values JSON literals.
+TEST(ToolGrammar, PythonRequiredAcceptsTheTemplatesFormat) {
+  const ToolGrammar g(tools_json(), options(ToolCallFormat::Python, true));
+  EXPECT_TRUE(g.accepts(kPyTap)) << g.gbnf();
+  EXPECT_TRUE(g.accepts("<|tool_call_start|>[tap(index=3, long_press=true)]<|tool_call_end|>"));
+  EXPECT_TRUE(g.accepts("<|tool_call_start|>[type_text(text=\"a \\\"b\\\"\", mode=\"append\"), go_home()]<|tool_call_end|>"));
+  EXPECT_FALSE(g.accepts("<|tool_call_start|>[tap()]<|tool_call_end|>"));  // a required parameter missing
+  EXPECT_FALSE(g.accepts("<|tool_call_start|>[]<|tool_call_end|>"));
+  EXPECT_FALSE(g.prefix("<|tool_call_start|>[tap(long_press"));  // required first
+  EXPECT_FALSE(g.prefix("<|tool_call_start|>[swipe"));
+  Json optional_only = Json::parse(R"([{"name": "f", "parameters": {"type": "object", "properties": {
+    "a": {"type": "integer"}, "b": {"type": "integer"}}}}])");
+  const ToolGrammar o(optional_only, options(ToolCallFormat::Python, true));
+  for (const char* call : {"f()", "f(a=1)", "f(b=2)", "f(a=1, b=2)"})
+    EXPECT_TRUE(o.accepts(std::string("<|tool_call_start|>[") + call + "]<|tool_call_end|>")) << call << o.gbnf();
+  EXPECT_FALSE(o.prefix("<|tool_call_start|>[f(, "));
+  EXPECT_FALSE(o.prefix("<|tool_call_start|>[f(b=2, a"));
+}
+
 TEST(ToolGrammar, AutoIsFreeTextThenOptionalCalls) {
   for (const ToolCallFormat f : {ToolCallFormat::Xml, ToolCallFormat::Json}) {
     const ToolGrammar g(tools_json(), options(f, false));
@@ -124,6 +144,15 @@ TEST(ToolGrammar, AutoIsFreeTextThenOptionalCalls) {
     EXPECT_FALSE(g.accepts("text " + call + " more text"));   // nothing after the calls
     EXPECT_FALSE(g.accepts("text <tool_call>\n"));            // an unfinished call does not end
   }
+}
+
+TEST(ToolGrammar, PythonAutoIsFreeTextThenOptionalCalls) {
+  const ToolGrammar g(tools_json(), options(ToolCallFormat::Python, false));
+  EXPECT_TRUE(g.accepts(""));
+  EXPECT_TRUE(g.accepts("The menu is open. <tool_call> <|tool_call_star"));
+  EXPECT_TRUE(g.accepts(std::string("I will tap it.\n") + kPyTap));
+  EXPECT_FALSE(g.prefix("I will tap it. <|tool_call_start|> now"));
+  EXPECT_FALSE(g.accepts("text <|tool_call_start|>["));
 }
 
 TEST(ToolGrammar, ReasoningBeforeTheCalls) {
@@ -204,7 +233,7 @@ TEST(ToolGrammar, TagsNamesAndParameterNamesAreForced) {
 TEST(ToolGrammar, RandomWalksEndInValidCalls) {
   Json tools = tools_json();
   tools[1]["function"]["parameters"]["properties"]["text"] = Json::parse(R"({"type": "string", "enum": ["a", "b c"]})");
-  for (const ToolCallFormat f : {ToolCallFormat::Xml, ToolCallFormat::Json}) {
+  for (const ToolCallFormat f : {ToolCallFormat::Xml, ToolCallFormat::Json, ToolCallFormat::Python}) {
     ToolGrammarOptions o = options(f, true);
     o.parallel = false;
     o.whitespace = JsonWhitespace::Compact;
@@ -249,7 +278,7 @@ TEST(ToolGrammar, RandomWalksEndInValidCalls) {
 TEST(ToolGrammar, SchemaErrorsNameTheTool) {
   Json tools = tools_json();
   tools[2]["function"]["parameters"] = Json::parse(R"({"type": "object", "properties": {"x": {"type": "hiccup"}}})");
-  for (const ToolCallFormat f : {ToolCallFormat::Xml, ToolCallFormat::Json}) {
+  for (const ToolCallFormat f : {ToolCallFormat::Xml, ToolCallFormat::Json, ToolCallFormat::Python}) {
     try {
       tool_call_grammar(tools, options(f, true));
       ADD_FAILURE() << "no error";
@@ -260,6 +289,7 @@ TEST(ToolGrammar, SchemaErrorsNameTheTool) {
   tools = tools_json();
   tools[0]["function"]["parameters"]["properties"]["a>b"] = Json::parse(R"({"type": "integer"})");
   EXPECT_THROW(tool_call_grammar(tools, options(ToolCallFormat::Xml, true)), GrammarError);
+  EXPECT_THROW(tool_call_grammar(tools, options(ToolCallFormat::Python, true)), GrammarError);  // not a keyword
   EXPECT_NO_THROW(tool_call_grammar(tools, options(ToolCallFormat::Json, true)));  // a JSON key may
   // A string constraint the XML text cannot enforce is a warning naming it.
   tools = tools_json();

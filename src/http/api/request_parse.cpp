@@ -154,7 +154,7 @@ void tool_call_constraint(const Json& b, const ToolChoice& c, const ParseContext
     if (required)
       throw bad_request(std::string("'tool_choice': calls cannot be required of this model: its chat template (") +
                             text::chat_template_family_name(family) +
-                            ") has no tool-call format Tandem parses (Qwen3.5, Qwen3 and Granite-4.0 have)",
+                            ") has no tool-call format Tandem parses (Qwen3.5, Qwen3, Granite-4.0 and LFM2 have)",
                         "tool_choice");
     return;  // auto: the calls the model writes are not parsed either
   }

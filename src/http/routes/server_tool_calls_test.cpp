@@ -152,12 +152,13 @@ Json required_request(uint64_t seed) {
 }
 
 // tool_choice "required" on the tiny random model, in each call format (Qwen3.5's XML; Qwen3's and
-// Granite's JSON): 100 of 100 answers (20 of 20) are
+// Granite's JSON; LFM2's Pythonic calls): 100 of 100 answers (20 of 20) are
 // valid calls, the tags and names came as forced drafts (accepted: the grammar forced them), and
 // a server without speculation gives the very same answers.
 TEST(HttpToolChoice, RequiredGivesValidCallsWithForcedDrafts) {
   TinyModel& m = TinyModel::get();
-  for (const auto family : {text::ChatTemplateFamily::Qwen35, text::ChatTemplateFamily::Qwen3, text::ChatTemplateFamily::Granite4}) {
+  for (const auto family : {text::ChatTemplateFamily::Qwen35, text::ChatTemplateFamily::Qwen3, text::ChatTemplateFamily::Granite4,
+                            text::ChatTemplateFamily::LFM2}) {
     const text::ChatTemplate tmpl(family);
     serve::EngineConfig spec = small_engine(1, 8, 4096);
     spec.speculation.enabled = true;
@@ -268,7 +269,8 @@ TEST(HttpToolChoice, NoneRendersNoTools) {
 // an object render the same prompt in every family that parses calls; the answer may call again.
 TEST(HttpToolChoice, ToolResultRoundTrip) {
   TinyModel& m = TinyModel::get();
-  for (const auto family : {text::ChatTemplateFamily::Qwen35, text::ChatTemplateFamily::Qwen3, text::ChatTemplateFamily::Granite4}) {
+  for (const auto family : {text::ChatTemplateFamily::Qwen35, text::ChatTemplateFamily::Qwen3, text::ChatTemplateFamily::Granite4,
+                            text::ChatTemplateFamily::LFM2}) {
     const text::ChatTemplate tmpl(family);
     TestServer s(*m.model, *m.tok, tmpl, small_engine(1, 8, 4096));
     auto conversation = [](const Json& arguments) {
@@ -287,6 +289,47 @@ TEST(HttpToolChoice, ToolResultRoundTrip) {
     EXPECT_EQ(as_string["usage"]["prompt_tokens"], as_object["usage"]["prompt_tokens"]) << chat_template_family_name(family);
     EXPECT_EQ(as_string["choices"][0]["message"], as_object["choices"][0]["message"]) << chat_template_family_name(family);
   }
+}
+
+// LFM2's Pythonic calls, written under tool_choice "required" with parallel calls allowed: parsed
+// alike whole and streamed (names, then arguments); a call cut short by max_tokens stays text.
+TEST(HttpToolChoice, Lfm2PythonicCallsWholeAndStreamed) {
+  TinyModel& m = TinyModel::get();
+  const text::ChatTemplate tmpl(text::ChatTemplateFamily::LFM2);
+  TestServer s(*m.model, *m.tok, tmpl, small_engine(1, 8, 4096));
+  for (int seed = 0; seed < 5; ++seed) {
+    Json body = required_request(static_cast<uint64_t>(seed));
+    body["parallel_tool_calls"] = true;
+    const Json whole = parse_body(post_json(s, "/v1/chat/completions", body));
+    const Json& choice = whole["choices"][0];
+    ASSERT_EQ(choice["finish_reason"], "tool_calls") << whole;
+    const Json& calls = choice["message"]["tool_calls"];
+    ASSERT_GE(calls.size(), 1u) << whole;
+    std::vector<std::string> names;
+    std::string args;
+    for (const Json& c : calls) {
+      expect_valid_call(c, whole.dump());
+      names.push_back(c["function"]["name"]);
+      args += c["function"]["arguments"].get<std::string>();
+    }
+    std::vector<std::string> st_names;
+    std::string st_args;
+    for (const Json& ch : streamed_choices(s, body))
+      if (ch["delta"].contains("tool_calls"))
+        for (const Json& c : ch["delta"]["tool_calls"]) {
+          if (c["function"].contains("name")) st_names.push_back(c["function"]["name"]);
+          if (c["function"].contains("arguments")) st_args += c["function"]["arguments"].get<std::string>();
+        }
+    EXPECT_EQ(st_names, names) << whole;
+    EXPECT_EQ(st_args, args) << whole;
+  }
+  Json body = required_request(1);
+  body["max_tokens"] = 6;
+  const Json cut = parse_body(post_json(s, "/v1/chat/completions", body));
+  EXPECT_EQ(cut["choices"][0]["finish_reason"], "length") << cut;
+  EXPECT_FALSE(cut["choices"][0]["message"].contains("tool_calls")) << cut;
+  const std::string content = cut["choices"][0]["message"]["content"];
+  EXPECT_TRUE(content.starts_with("<|tool_call_start|>[") || std::string("<|tool_call_start|>[").starts_with(content)) << cut;
 }
 
 void expect_400_naming(TestServer& s, const Json& body, const std::string& param, const std::string& fragment) {

@@ -1,5 +1,5 @@
 // The official OpenAI Node SDK, unmodified, calling tools on tandem-server (issue 45) over a tiny
-// random model whose chat template is Qwen3.5's (XML tool calls): tool_choice "required" answered
+// random model whose chat template is one of the tool-call families (run_openai_sdk_test.sh starts one server each): tool_choice "required" answered
 // with a valid call whole and streamed (the streamed deltas add up to the same call), a named
 // function, and a tool-result round trip (the assistant's tool_calls as the SDK returned them,
 // then a tool message answering its id, then an answer), whole and streamed; a tool_call_id that

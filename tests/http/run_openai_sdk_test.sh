@@ -6,8 +6,8 @@
 # Installs package.json's packages into BUILD_DIR/http-npm (when missing), generates the tiny
 # model, starts BUILD_DIR/tandem-server on a free loopback port with an API key, and runs
 # openai_sdk_test.js (a non-streaming and a streaming chat completion, errors, a screenshot step
-# with the tiny random mmproj); then a second server over the tiny model with Qwen3.5's chat
-# template and --spec on for openai_sdk_tools_test.js (tool calls, tool_choice, a tool-result
+# with the tiny random mmproj); then one server per tool-call family (the tiny model with Qwen3.5's,
+# Qwen3's, Granite-4.0's and LFM2's chat templates) and --spec on for openai_sdk_tools_test.js (tool calls, tool_choice, a tool-result
 # round trip). The servers are stopped however the script ends.
 #
 # Without node/npm (or network for the first install) it prints SKIPPED and exits 77, which ctest
@@ -50,12 +50,16 @@ if [ ! -f "$mmproj" ] || [ "$build/tandem-gen-model" -nt "$mmproj" ]; then
   "$build/tandem-gen-model" --mmproj --preset tiny --type F32 -o "$mmproj" >/dev/null
 fi
 
-tools_model="$work/tiny-qwen35-template-f32.gguf"  # Qwen3.5's template: tools and XML calls
-if [ ! -f "$tools_model" ] || [ "$build/tandem-gen-model" -nt "$tools_model" ] ||
-   [ "$here/../text/templates/qwen3.5.jinja" -nt "$tools_model" ]; then
-  "$build/tandem-gen-model" --preset tiny --type F32 --threads 2 --chat-template "$here/../text/templates/qwen3.5.jinja" \
-    -o "$tools_model" >/dev/null
-fi
+# One tiny model per tool-call family (issue 45): Qwen3.5's XML calls, Qwen3's and Granite-4.0's
+# JSON calls, LFM2's Pythonic calls; the chat template decides the family.
+families="qwen3.5:templates/qwen3.5.jinja qwen3:jinja/qwen3.jinja granite-4.0:templates/granite-4.0.jinja lfm2:templates/lfm2.jinja"
+for fam in $families; do
+  name=${fam%%:*} tmpl="$here/../text/${fam#*:}"
+  fmodel="$work/tiny-$name-template-f32.gguf"
+  if [ ! -f "$fmodel" ] || [ "$build/tandem-gen-model" -nt "$fmodel" ] || [ "$tmpl" -nt "$fmodel" ]; then
+    "$build/tandem-gen-model" --preset tiny --type F32 --threads 2 --chat-template "$tmpl" -o "$fmodel" >/dev/null
+  fi
+done
 
 key="sdk-test-key"
 pids=()
@@ -93,14 +97,18 @@ echo "== tandem-server on port $port"
 status=0
 timeout 180 node "$here/openai_sdk_test.js" "http://127.0.0.1:$port/v1" "$key" || status=$?
 
-# Tools (issue 45): the tiny model with Qwen3.5's chat template (XML tool calls), speculating, so
-# that the grammar's forced drafts are in play.
-if [ "$status" -eq 0 ]; then
-  log="$work/server-tools.log"
-  start_server "$log" -m "$tools_model" --ctx-size 4096 --spec on  # the tools' system prompt: ~1000 byte-level tokens
-  echo "== tandem-server (Qwen3.5 template, --spec on) on port $port"
+# Tools (issue 45): the tiny model with each family's chat template, speculating, so that the
+# grammar's forced drafts are in play.
+for fam in $families; do
+  [ "$status" -eq 0 ] || break
+  name=${fam%%:*}
+  log="$work/server-tools-$name.log"
+  start_server "$log" -m "$work/tiny-$name-template-f32.gguf" --ctx-size 4096 --spec on  # the tools' system prompt: ~1000 byte-level tokens
+  echo "== tandem-server ($name template, --spec on) on port $port"
   timeout 180 node "$here/openai_sdk_tools_test.js" "http://127.0.0.1:$port/v1" "$key" || status=$?
-fi
+  cleanup
+  pids=()
+done
 cleanup
 trap - EXIT
 if [ "$status" -ne 0 ]; then

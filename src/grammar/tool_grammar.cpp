@@ -243,20 +243,32 @@ class Builder {
     return "tc-text-0";
   }
 
+  // The `required` names of a parameters schema, each once, in their order.
+  static std::vector<std::string> required_names(const text::Json& params) {
+    std::vector<std::string> required;
+    if (const auto r = params.find("required"); r != params.end() && r->is_array())
+      for (const auto& x : *r)
+        if (x.is_string() && std::find(required.begin(), required.end(), x.get<std::string>()) == required.end())
+          required.push_back(x);
+    return required;
+  }
+
+  // Keywords a call format that lists declared parameters one by one cannot enforce: a warning each.
+  void warn_unenforced(const text::Json& params, const std::string& where, const char* written_as) {
+    for (const char* k : {"additionalProperties", "patternProperties", "anyOf", "oneOf", "allOf", "$ref"})
+      if (params.contains(k) && !(std::string(k) == "additionalProperties" && params[k] == false))
+        warnings_.push_back(where + ": '" + k + "' is not enforced on parameters written " + written_as +
+                            " (declared properties only)");
+  }
+
   std::string xml_function(const std::string& name, const text::Json& params, const std::string& rule,
                            const std::string& where) {
     if (!params.is_object()) throw GrammarError(where + ": parameters must be a JSON Schema object");
     root_params_ = &params;
     std::string body = literal(name + ">\n");
     const auto props = params.find("properties");
-    std::vector<std::string> required;
-    if (const auto r = params.find("required"); r != params.end() && r->is_array())
-      for (const auto& x : *r)
-        if (x.is_string() && std::find(required.begin(), required.end(), x.get<std::string>()) == required.end())
-          required.push_back(x);
-    for (const char* k : {"additionalProperties", "patternProperties", "anyOf", "oneOf", "allOf", "$ref"})
-      if (params.contains(k) && !(std::string(k) == "additionalProperties" && params[k] == false))
-        warnings_.push_back(where + ": '" + k + "' is not enforced on parameters written as XML (declared properties only)");
+    const std::vector<std::string> required = required_names(params);
+    warn_unenforced(params, where, "as XML");
     auto param = [&](const std::string& p, const text::Json* schema, size_t i) {
       // The parser reads a name up to '>' on one line (text/tool_calls.h): another would force a
       // call that never parses.
@@ -298,14 +310,8 @@ class Builder {
     root_params_ = &params;
     const auto props = params.find("properties");
     const bool has_props = props != params.end() && props->is_object();
-    std::vector<std::string> required;
-    if (const auto r = params.find("required"); r != params.end() && r->is_array())
-      for (const auto& x : *r)
-        if (x.is_string() && std::find(required.begin(), required.end(), x.get<std::string>()) == required.end())
-          required.push_back(x);
-    for (const char* k : {"additionalProperties", "patternProperties", "anyOf", "oneOf", "allOf", "$ref"})
-      if (params.contains(k) && !(std::string(k) == "additionalProperties" && params[k] == false))
-        warnings_.push_back(where + ": '" + k + "' is not enforced on parameters written as a Python call (declared properties only)");
+    const std::vector<std::string> required = required_names(params);
+    warn_unenforced(params, where, "as a Python call");
     size_t i = 0;
     auto param = [&](const std::string& p, const text::Json* schema) {
       if (!python_name(p))

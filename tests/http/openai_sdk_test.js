@@ -7,21 +7,9 @@
 'use strict';
 const OpenAI = require('openai');
 
-const [baseURL, apiKey] = process.argv.slice(2);
-if (!baseURL || !apiKey) {
-  console.error('usage: node openai_sdk_test.js BASE_URL API_KEY');
-  process.exit(2);
-}
+const { args, check, finish } = require('./sdk_check');
 
-let failures = 0;
-function check(cond, what) {
-  if (cond) {
-    console.log('ok   ' + what);
-  } else {
-    console.log('FAIL ' + what);
-    failures++;
-  }
-}
+const [baseURL, apiKey] = args('openai_sdk_test.js');
 
 async function main() {
   const client = new OpenAI({ baseURL, apiKey, timeout: 60000, maxRetries: 0 });
@@ -154,15 +142,4 @@ async function screenshot(client, model) {
   }
 }
 
-main().then(
-  () => {
-    if (failures > 0) {
-      console.log(failures + ' check(s) failed');
-      process.exit(1);
-    }
-    console.log('PASSED');
-  },
-  (e) => {
-    console.log('FAIL: ' + (e && e.stack ? e.stack : e));
-    process.exit(1);
-  });
+finish(main());

@@ -9,21 +9,9 @@
 'use strict';
 const OpenAI = require('openai');
 
-const [baseURL, apiKey] = process.argv.slice(2);
-if (!baseURL || !apiKey) {
-  console.error('usage: node openai_sdk_tools_test.js BASE_URL API_KEY');
-  process.exit(2);
-}
+const { args, check, finish } = require('./sdk_check');
 
-let failures = 0;
-function check(cond, what) {
-  if (cond) {
-    console.log('ok   ' + what);
-  } else {
-    console.log('FAIL ' + what);
-    failures++;
-  }
-}
+const [baseURL, apiKey] = args('openai_sdk_tools_test.js');
 
 const tools = [
   {
@@ -155,15 +143,4 @@ async function main() {
   }
 }
 
-main().then(
-  () => {
-    if (failures > 0) {
-      console.log(failures + ' check(s) failed');
-      process.exit(1);
-    }
-    console.log('PASSED');
-  },
-  (e) => {
-    console.log('FAIL: ' + (e && e.stack ? e.stack : e));
-    process.exit(1);
-  });
+finish(main());

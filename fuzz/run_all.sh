@@ -6,12 +6,10 @@
 # Usage: fuzz/run_all.sh [seconds per target=60]
 set -euo pipefail
 SECONDS_TO_RUN=${1:-60}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-export FUZZ_BUILD=${FUZZ_BUILD:-$ROOT/build-san}
+source "$(dirname "$0")/fuzz_lib.sh"
+export FUZZ_BUILD=$BUILD
 targets=(gguf grammar image http jinja)
-CC=clang CXX=clang++ cmake -S "$ROOT" -B "$FUZZ_BUILD" -G Ninja -DTANDEM_SANITIZE=ON -DTANDEM_BENCH=OFF \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C "$FUZZ_BUILD" -j"${JOBS:-2}" gguf_reader_fuzz gguf_seed_writer grammar_fuzz image_fuzz image_seed_writer http_fuzz jinja_fuzz
+fuzz_build gguf_reader_fuzz gguf_seed_writer grammar_fuzz image_fuzz image_seed_writer http_fuzz jinja_fuzz
 
 logs=$FUZZ_BUILD/fuzz-logs
 mkdir -p "$logs"

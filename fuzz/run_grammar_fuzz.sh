@@ -6,21 +6,8 @@
 set -euo pipefail
 
 SECONDS_TO_RUN=${1:-60}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${FUZZ_BUILD:-$ROOT/build-san}
-
-# The sanitizer stage's clang tree (CMakeLists.txt: TANDEM_SANITIZE with clang builds the fuzzers);
-# fuzz/run_all.sh builds every target first and sets FUZZ_PREBUILT=1.
-if [ "${FUZZ_PREBUILT:-0}" != 1 ]; then
-  CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DTANDEM_SANITIZE=ON -DTANDEM_BENCH=OFF \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  ninja -C "$BUILD" -j"${JOBS:-2}" grammar_fuzz
-fi
-
-CORPUS=$BUILD/grammar-corpus
-SEEDS=$BUILD/grammar-seeds
-ARTIFACTS=$BUILD/grammar-artifacts
-mkdir -p "$CORPUS" "$SEEDS" "$ARTIFACTS"
+source "$(dirname "$0")/fuzz_lib.sh"
+fuzz_setup grammar grammar_fuzz
 # Seeds: byte 0 = front end ('0' GBNF, '1' JSON Schema, '3' tools), then the text.
 seed() { printf '%s%s' "$1" "$2" >"$SEEDS/$3"; }
 seed 0 'root ::= "{\"action\":\"" ( "tap\",\"index\":" [0-9]+ | "back\"" ) "}"' action.gbnf
@@ -62,8 +49,4 @@ for k, g in enumerate(json.load(open(sys.argv[1]))):
 fi
 
 echo "fuzzing the grammar engine for ${SECONDS_TO_RUN}s (corpus $CORPUS, seeds $SEEDS)"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  "$BUILD/grammar_fuzz" "$CORPUS" "$SEEDS" \
-  -max_total_time="$SECONDS_TO_RUN" -detect_leaks=1 -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
-  -artifact_prefix="$ARTIFACTS/" -print_final_stats=1
-echo "grammar_fuzz: no crash in ${SECONDS_TO_RUN}s"
+fuzz_run grammar_fuzz "$SECONDS_TO_RUN" 8192

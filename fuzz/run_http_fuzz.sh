@@ -8,21 +8,8 @@
 set -euo pipefail
 
 SECONDS_TO_RUN=${1:-60}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${FUZZ_BUILD:-$ROOT/build-san}
-
-# The sanitizer stage's clang tree (CMakeLists.txt: TANDEM_SANITIZE with clang builds the fuzzers);
-# fuzz/run_all.sh builds every target first and sets FUZZ_PREBUILT=1.
-if [ "${FUZZ_PREBUILT:-0}" != 1 ]; then
-  CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DTANDEM_SANITIZE=ON -DTANDEM_BENCH=OFF \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  ninja -C "$BUILD" -j"${JOBS:-2}" http_fuzz
-fi
-
-CORPUS=$BUILD/http-corpus
-SEEDS=$BUILD/http-seeds
-ARTIFACTS=$BUILD/http-artifacts
-mkdir -p "$CORPUS" "$SEEDS" "$ARTIFACTS"
+source "$(dirname "$0")/fuzz_lib.sh"
+fuzz_setup http http_fuzz
 # Seeds: one request per file (some pipelined), each route and each framing shape.
 seed() { printf '%b' "$2" >"$SEEDS/$1"; }
 H='Host: 127.0.0.1\r\n'
@@ -48,8 +35,4 @@ seed overflow "POST /v1/chat/completions HTTP/1.1\r\n${H}${J}$(body '{"messages"
 seed guard "POST /tokenize HTTP/1.1\r\nHost: evil.example\r\nOrigin: http://evil.example\r\nContent-Type: text/plain\r\n$(body '{"content":"x"}')"
 
 echo "fuzzing the HTTP request path for ${SECONDS_TO_RUN}s (corpus $CORPUS, seeds $SEEDS)"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  "$BUILD/http_fuzz" "$CORPUS" "$SEEDS" \
-  -max_total_time="$SECONDS_TO_RUN" -detect_leaks=1 -timeout=20 -rss_limit_mb=2560 -max_len=16384 \
-  -artifact_prefix="$ARTIFACTS/" -print_final_stats=1
-echo "http_fuzz: no crash in ${SECONDS_TO_RUN}s"
+fuzz_run http_fuzz "$SECONDS_TO_RUN" 16384 20 2560

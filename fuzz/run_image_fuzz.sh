@@ -7,21 +7,8 @@
 set -euo pipefail
 
 SECONDS_TO_RUN=${1:-60}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${FUZZ_BUILD:-$ROOT/build-san}
-
-# The sanitizer stage's clang tree (CMakeLists.txt: TANDEM_SANITIZE with clang builds the fuzzers);
-# fuzz/run_all.sh builds every target first and sets FUZZ_PREBUILT=1.
-if [ "${FUZZ_PREBUILT:-0}" != 1 ]; then
-  CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DTANDEM_SANITIZE=ON -DTANDEM_BENCH=OFF \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  ninja -C "$BUILD" -j"${JOBS:-2}" image_fuzz image_seed_writer
-fi
-
-CORPUS=$BUILD/image-corpus
-SEEDS=$BUILD/image-seeds
-ARTIFACTS=$BUILD/image-artifacts
-mkdir -p "$CORPUS" "$SEEDS" "$ARTIFACTS"
+source "$(dirname "$0")/fuzz_lib.sh"
+fuzz_setup image image_fuzz image_seed_writer
 # Seeds: byte 0 = the budget selector, then the file.
 "$BUILD/image_seed_writer" "$SEEDS"
 for f in "$ROOT"/../shared/golden-vision/*.png; do
@@ -29,8 +16,4 @@ for f in "$ROOT"/../shared/golden-vision/*.png; do
 done
 
 echo "fuzzing image decoding and preprocessing for ${SECONDS_TO_RUN}s (corpus $CORPUS, seeds $SEEDS)"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  "$BUILD/image_fuzz" "$CORPUS" "$SEEDS" \
-  -max_total_time="$SECONDS_TO_RUN" -detect_leaks=1 -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-  -artifact_prefix="$ARTIFACTS/" -print_final_stats=1
-echo "image_fuzz: no crash in ${SECONDS_TO_RUN}s"
+fuzz_run image_fuzz "$SECONDS_TO_RUN" 65536
